@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+)
+
+func sampleDB(ctx context.Context, args []string, env Env) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return &server.UsageError{Msg: "sample-db takes one path\nTry: mcp-sqlite-memory sample-db ./shop.db"}
+	}
+	if err := sampledb.Write(ctx, args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote the sample shop database to %s\n", args[0])
+	return nil
+}
+
+// callTool runs one tool call through the real path: an in-process MCP
+// server with its workers, policy and audit log.
+func callTool(ctx context.Context, args []string, env Env) error {
+	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) < 1 || len(rest) > 2 {
+		return &server.UsageError{Msg: "call takes a tool name and its arguments as JSON\nTry: mcp-sqlite-memory call --db memory.db read_query '{\"query\":\"SELECT 1\"}'"}
+	}
+	arguments := map[string]any{}
+	if len(rest) == 2 {
+		if err := json.Unmarshal([]byte(rest[1]), &arguments); err != nil {
+			return &server.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object: %v\nTry: '{\"query\":\"SELECT 1\"}'", err)}
+		}
+	}
+	cfg.StandbyWorkers = 0 // one call: a standby worker would be wasted
+	s, err := server.New(ctx, cfg, newLogger(env, cfg.Verbose))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c, err := client.NewInProcessClient(s.MCP())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory call", Version: server.Version}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return err
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = rest[0]
+	req.Params.Arguments = arguments
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, ResultText(res))
+	if res.IsError {
+		return &exitError{status: exitFailed}
+	}
+	return nil
+}
+
+// ResultText joins the text content of a tool result.
+func ResultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// verify checks the chain offline: exit 0 intact, 1 broken, 2 unusable.
+func verify(ctx context.Context, args []string, env Env) error {
+	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory verify --db memory.db", rest[0])}
+	}
+	if err := cfg.RequireDB(); err != nil {
+		return err
+	}
+	store, err := memory.OpenExisting(ctx, cfg.DB, newLogger(env, cfg.Verbose))
+	if err != nil {
+		if errors.Is(err, memory.ErrNotDatabase) || errors.Is(err, memory.ErrNoChain) {
+			return &exitError{status: exitUsage, msg: fmt.Sprintf("%s: %v", cfg.DB, err)}
+		}
+		return &exitError{status: exitUsage, msg: err.Error()}
+	}
+	defer store.Close()
+	v, err := store.Verify(ctx)
+	if err != nil {
+		return &exitError{status: exitUsage, msg: err.Error()}
+	}
+	fmt.Fprintln(env.Stdout, v.JSON())
+	if !v.OK {
+		return &exitError{status: exitFailed}
+	}
+	return nil
+}

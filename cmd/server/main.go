@@ -1,0 +1,14 @@
+// Command mcp-sqlite-memory serves one SQLite database to an MCP host over
+// stdio; see `mcp-sqlite-memory --help`.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/cli"
+)
+
+func main() {
+	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+}

@@ -1,0 +1,18 @@
+// Package ipc is the boundary between the front process and its workers: the
+// versioned request and response types, their size-limited framing, the
+// error codes that cross the boundary, and the spawning, limiting and
+// killing of worker processes (one request per process).
+//
+// # Protocol
+//
+// The front starts a worker, writes one JSON [Request] to its stdin and
+// closes it; the worker writes one JSON [Response] to stdout and exits. Logs
+// go to stderr as hclog JSON lines, which the front re-logs under "worker".
+// Both sides check [Version]; a worker refuses a request of another version.
+//
+// # Process handling
+//
+// Platform specifics (process groups and Pdeathsig on Linux, Job Objects on
+// Windows) live in process_*.go behind three functions: prepare a command,
+// attach limits after start, and kill the worker with everything it started.
+package ipc

@@ -1,0 +1,21 @@
+//go:build !linux && !windows
+
+package ipc
+
+import "os/exec"
+
+// platformHandle is empty where no process grouping is implemented; the
+// worker still limits itself where setrlimit exists.
+type platformHandle struct{}
+
+func prepareCommand(*exec.Cmd) {}
+
+func attachLimits(*exec.Cmd, int) (platformHandle, error) { return platformHandle{}, nil }
+
+func releaseLimits(platformHandle) {}
+
+func killProcess(cmd *exec.Cmd, _ platformHandle) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

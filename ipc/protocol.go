@@ -1,0 +1,223 @@
+package ipc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the protocol version both sides speak. Bump it whenever a field
+// changes meaning; a worker refuses requests of any other version.
+const Version = 1
+
+// Frame size limits. A request carries one statement and its settings; a
+// response carries at most a capped result, so anything larger is a bug or a
+// hostile worker.
+const MaxRequestBytes = 8 << 20
+
+// MaxResponseBytes bounds a response frame; a variable so tests can lower it.
+var MaxResponseBytes int64 = 64 << 20
+
+// Operations a worker performs.
+const (
+	OpQuery         = "query"          // run one agent statement (read/write/destructive/select mode)
+	OpCreateView    = "create_view"    // compile a SELECT under the read policy, then store it as a view
+	OpListTables    = "list_tables"    // tables and views with optional row counts
+	OpDescribeTable = "describe_table" // columns, foreign keys, indexes
+	OpSchema        = "get_schema"     // every CREATE statement as stored
+	OpSearch        = "search_text"    // SQL narrows rows, a regexp matches inside them
+)
+
+// Request is what the front asks of one worker process.
+type Request struct {
+	Version int    `json:"v"`
+	Op      string `json:"op"`
+	DB      string `json:"db"`
+	// ReadOnlyFile opens the database read-only (the readonly profile).
+	ReadOnlyFile bool `json:"read_only_file,omitempty"`
+	// Mode is the policy mode: select, read, write or destructive.
+	Mode string `json:"mode,omitempty"`
+	SQL  string `json:"sql,omitempty"`
+	// Format of a read result: "csv" (default) or "json".
+	Format string `json:"format,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Offset int    `json:"offset,omitempty"`
+
+	Caps   Caps   `json:"caps"`
+	Limits Limits `json:"limits"`
+
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	View     *View     `json:"view,omitempty"`
+	Table    *Table    `json:"table,omitempty"`
+	Search   *Search   `json:"search,omitempty"`
+}
+
+// Caps bound what a result may contain (SPEC 3 and 8).
+type Caps struct {
+	MaxRows          int `json:"max_rows"`
+	MaxResultBytes   int `json:"max_result_bytes"`
+	MaxCellChars     int `json:"max_cell_chars"`
+	MaxUpdateRows    int `json:"max_update_rows"`
+	SearchCandidates int `json:"search_candidates,omitempty"`
+}
+
+// Limits are applied by the worker to itself before any SQL runs.
+type Limits struct {
+	// TimeoutMS is when the worker interrupts its own statement; the front
+	// kills the process shortly after if it has not answered by then.
+	TimeoutMS   int64 `json:"timeout_ms"`
+	MemoryMB    int   `json:"memory_mb"`
+	MaxGrowthMB int   `json:"max_growth_mb"`
+	// Sandbox turns on the OS sandbox (Landlock, no_new_privs) where offered.
+	Sandbox bool `json:"sandbox"`
+}
+
+// Snapshot asks a destructive query to back the database up first.
+type Snapshot struct {
+	Dir  string `json:"dir"`
+	Stem string `json:"stem"`
+	// Keep is how many snapshots to keep, newest first; 0 disables them.
+	Keep int `json:"keep"`
+}
+
+// View is create_view's request.
+type View struct {
+	Name        string `json:"name"`
+	Select      string `json:"select"`
+	Description string `json:"description,omitempty"`
+	Replace     bool   `json:"replace,omitempty"`
+}
+
+// Table names the object of describe_table, and options of list_tables.
+type Table struct {
+	Name          string `json:"name,omitempty"`
+	RowCounts     bool   `json:"row_counts,omitempty"`
+	IncludeSystem bool   `json:"include_system,omitempty"`
+	// JSON asks for the readonly profile's JSON shapes.
+	JSON bool `json:"json,omitempty"`
+}
+
+// Search is search_text's request (SPEC 3).
+type Search struct {
+	Pattern      string   `json:"pattern"`
+	Table        string   `json:"table"`
+	Columns      []string `json:"columns,omitempty"`
+	Where        string   `json:"where,omitempty"`
+	KeyColumn    string   `json:"key_column,omitempty"`
+	IgnoreCase   bool     `json:"ignore_case,omitempty"`
+	FixedStrings bool     `json:"fixed_strings,omitempty"`
+	ContextChars int      `json:"context_chars"`
+	Limit        int      `json:"limit"`
+	CandidateCap int      `json:"candidate_cap"`
+}
+
+// Response is a worker's one answer.
+type Response struct {
+	Version int  `json:"v"`
+	OK      bool `json:"ok"`
+	// Code and Message describe a failure (OK false).
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Text is the result an agent reads (CSV, result line, SQL text).
+	Text string `json:"text,omitempty"`
+	// JSON is the structured result of the readonly profile's tools and of
+	// format="json"; Text then holds the same document.
+	JSON json.RawMessage `json:"json,omitempty"`
+	// Rows is the number of rows returned or affected, for the audit log.
+	Rows int64 `json:"rows"`
+	// Detail goes into the audit row (snapshot path, previous view SQL, ...).
+	Detail map[string]any `json:"detail,omitempty"`
+}
+
+// Err returns the response's failure as an *Error, or nil.
+func (r *Response) Err() error {
+	if r.OK {
+		return nil
+	}
+	return &Error{Code: r.Code, Message: r.Message}
+}
+
+// Failure builds the response for err, keeping its code.
+func Failure(err error) *Response {
+	r := &Response{Version: Version, Code: Code(err), Message: err.Error()}
+	if e, ok := err.(*Error); ok {
+		r.Message = e.Message
+	}
+	return r
+}
+
+var errEmptyFrame = errors.New("empty frame")
+
+// WriteFrame writes v as one JSON document followed by a newline.
+func WriteFrame(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// ReadRequest reads and checks one request frame: at most MaxRequestBytes,
+// exactly one JSON document, a known version and operation.
+func ReadRequest(r io.Reader) (*Request, error) {
+	var req Request
+	if err := readFrame(r, MaxRequestBytes, &req); err != nil {
+		return nil, NewError(CodeInvalidArgument, "bad request frame: "+err.Error())
+	}
+	if req.Version != Version {
+		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks version %d (front and worker binaries must match)", req.Version, Version))
+	}
+	switch req.Op {
+	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch:
+	default:
+		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("unknown op %q", req.Op))
+	}
+	if req.DB == "" {
+		return nil, NewError(CodeInvalidArgument, "request has no db path")
+	}
+	return &req, nil
+}
+
+// ReadResponse reads and checks one response frame.
+func ReadResponse(r io.Reader) (*Response, error) {
+	var resp Response
+	if err := readFrame(r, MaxResponseBytes, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Version != Version {
+		return nil, fmt.Errorf("worker answered with protocol version %d, want %d", resp.Version, Version)
+	}
+	if !resp.OK && resp.Code == "" {
+		return nil, fmt.Errorf("worker reported a failure without an error code")
+	}
+	return &resp, nil
+}
+
+// readFrame decodes exactly one JSON document from at most max bytes of r;
+// anything after it but white space is an error.
+func readFrame(r io.Reader, max int64, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > max {
+		return fmt.Errorf("frame larger than %d bytes", max)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if err == io.EOF {
+			return errEmptyFrame
+		}
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("more than one JSON document in frame")
+	}
+	return nil
+}

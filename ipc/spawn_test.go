@@ -1,0 +1,198 @@
+package ipc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The test binary re-runs itself as a misbehaving worker when this variable
+// names a behaviour (go-plugin's helper-process pattern).
+const helperEnv = "IPC_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helperWorker(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// helperWorker plays one kind of worker, good or bad.
+func helperWorker(mode string) int {
+	req, err := ReadRequest(os.Stdin)
+	if err != nil {
+		_ = WriteFrame(os.Stdout, Failure(err))
+		return 0
+	}
+	switch mode {
+	case "echo":
+		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: true, Text: "echo: " + req.SQL, Rows: 1})
+	case "hang":
+		time.Sleep(time.Hour)
+	case "crash":
+		fmt.Fprintln(os.Stderr, "panic: something broke")
+		return 2
+	case "oom":
+		fmt.Fprintln(os.Stderr, "fatal error: runtime: out of memory")
+		return 2
+	case "garbage":
+		fmt.Fprint(os.Stdout, "this is not json\x00\x01")
+	case "huge":
+		MaxResponseBytes = 1 << 20
+		chunk := strings.Repeat("x", 1<<20)
+		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"text":"`)
+		for range (MaxResponseBytes >> 20) + 2 {
+			fmt.Fprint(os.Stdout, chunk)
+		}
+		fmt.Fprint(os.Stdout, `"}`)
+	case "version":
+		_ = WriteFrame(os.Stdout, &Response{Version: Version + 1, OK: true, Text: "from the future"})
+	case "nocode":
+		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: false, Message: "oops"})
+	case "silent":
+		return 0
+	case "logs":
+		hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true}).Info("hello from the worker", "n", 3)
+		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: true, Text: "ok"})
+	}
+	return 0
+}
+
+func helperSpawner(t *testing.T, mode string, standby int) *Spawner {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSpawner(Config{
+		Path: self, Args: []string{"-test.run=^$"}, // GORACE: a race-enabled child otherwise sleeps 1 s at exit.
+		Env:        append(os.Environ(), helperEnv+"="+mode, "GORACE=atexit_sleep_ms=0"),
+		MaxWorkers: 2, Standby: standby, Log: hclog.NewNullLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestSpawnerMisbehavingWorkers(t *testing.T) {
+	old, oldMax := KillGrace, MaxResponseBytes
+	KillGrace, MaxResponseBytes = 50*time.Millisecond, 1<<20
+	t.Cleanup(func() { KillGrace, MaxResponseBytes = old, oldMax })
+
+	tests := []struct {
+		mode     string
+		wantCode string
+		wantText string
+	}{
+		{"echo", "", "echo: SELECT 1"},
+		{"logs", "", "ok"},
+		{"hang", CodeTimeout, "worker killed"},
+		{"crash", CodeWorkerFailed, "exited without an answer"},
+		{"oom", CodeResourceLimit, "out of memory"},
+		{"garbage", CodeWorkerFailed, "unreadable answer"},
+		{"huge", CodeWorkerFailed, "larger than"},
+		{"version", CodeWorkerFailed, "protocol version"},
+		{"nocode", CodeWorkerFailed, "without an error code"},
+		{"silent", CodeWorkerFailed, "exited without an answer"},
+	}
+	for _, tt := range tests {
+		for _, standby := range []int{0, 1} {
+			t.Run(fmt.Sprintf("%s/standby=%d", tt.mode, standby), func(t *testing.T) {
+				s := helperSpawner(t, tt.mode, standby)
+				// Twice: the spawner must serve again after a failure.
+				for range 2 {
+					// Only the hanging worker meets its timeout; the others
+					// get room for a slow start on a busy machine.
+					timeout := int64(20_000)
+					if tt.mode == "hang" {
+						timeout = 300
+					}
+					resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: timeout}})
+					if tt.wantCode == "" {
+						if !resp.OK || resp.Text != tt.wantText {
+							t.Fatalf("got %+v, want ok %q", resp, tt.wantText)
+						}
+						continue
+					}
+					if resp.OK || resp.Code != tt.wantCode || !strings.Contains(resp.Message, tt.wantText) {
+						t.Fatalf("got %s: %s, want %s containing %q", resp.Code, resp.Message, tt.wantCode, tt.wantText)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSpawnerTimeoutIsPrompt(t *testing.T) {
+	s := helperSpawner(t, "hang", 1)
+	start := time.Now()
+	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 200}})
+	if resp.Code != CodeTimeout {
+		t.Fatalf("got %+v", resp)
+	}
+	// Generous bound: this only guards against waiting for the hour-long sleep.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("timeout took %s", d)
+	}
+}
+
+func TestSpawnerShutdownKills(t *testing.T) {
+	s := helperSpawner(t, "hang", 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	resp := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 60_000}})
+	if resp.Code != CodeWorkerFailed || !strings.Contains(resp.Message, "shutting down") {
+		t.Fatalf("got %+v", resp)
+	}
+}
+
+func TestReadRequest(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"ok", `{"v":1,"op":"query","db":"a.db","caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1},"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false}}`, ""},
+		{"empty", ``, "empty frame"},
+		{"not json", `hello`, "bad request frame"},
+		{"old version", `{"v":0,"op":"query","db":"a.db"}`, "protocol version 0"},
+		{"unknown op", `{"v":1,"op":"format_disk","db":"a.db"}`, "unknown op"},
+		{"unknown field", `{"v":1,"op":"query","db":"a.db","evil":1}`, "unknown field"},
+		{"two documents", `{"v":1,"op":"query","db":"a.db"} {"v":1}`, "more than one"},
+		{"no db", `{"v":1,"op":"query"}`, "no db"},
+		{"too big", `{"v":1,"op":"query","db":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadRequest(strings.NewReader(tt.in))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || Code(err) != CodeInvalidArgument {
+				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorCodeSurvivesResponse(t *testing.T) {
+	resp := Failure(NewError(CodeProtected, "memory_events is managed by the server"))
+	r, w := io.Pipe()
+	go func() { _ = WriteFrame(w, resp); w.Close() }()
+	got, err := ReadResponse(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Code(got.Err()) != CodeProtected || got.Err().Error() != "PROTECTED_TABLE: memory_events is managed by the server" {
+		t.Fatalf("got %v", got.Err())
+	}
+}

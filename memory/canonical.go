@@ -1,0 +1,135 @@
+package memory
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// GenesisHash is the prev_hash of the first event: 64 '0' characters.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+const (
+	// TimeLayout is the layout of every ts column: UTC, second precision.
+	TimeLayout = "2006-01-02T15:04:05Z"
+	// sessionLayout is the time part of a session id.
+	sessionLayout = "20060102T150405Z"
+)
+
+// NewSession returns a session id "YYYYMMDDTHHMMSSZ-xxxx": the UTC start
+// time and 4 random hex digits, one per server run.
+func NewSession(now time.Time) string {
+	var b [2]byte
+	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format(sessionLayout) + "-" + hex.EncodeToString(b[:])
+}
+
+// Strip removes leading and trailing white space: exactly the characters
+// Python's str.strip() removes, which is Unicode White_Space plus the
+// separators U+001C..U+001F. Go's unicode.IsSpace covers White_Space.
+func Strip(s string) string {
+	return strings.TrimFunc(s, isPySpace)
+}
+
+func isPySpace(r rune) bool {
+	return (r >= 0x1c && r <= 0x1f) || unicode.IsSpace(r)
+}
+
+// Canonical returns the bytes that are hashed for one event (SPEC 5.1): the
+// compact JSON array [id, ts, session, kind, content, prev_hash] as Python's
+// json.dumps(separators=(",", ":"), ensure_ascii=False) writes it.
+//
+// The arguments are hashed as given; callers strip kind and content first.
+// Bytes that are not valid UTF-8 are copied through unchanged (Python cannot
+// produce them; the hash then covers the bytes as stored).
+func Canonical(id int64, ts, session, kind, content, prevHash string) []byte {
+	n := 16 + len(ts) + len(session) + len(kind) + len(content) + len(prevHash) + 16
+	return appendCanonical(make([]byte, 0, n), id, ts, session, kind, content, prevHash)
+}
+
+// appendCanonical is Canonical appending to dst, so Verify can reuse one
+// buffer for a million events.
+func appendCanonical(dst []byte, id int64, ts, session, kind, content, prevHash string) []byte {
+	dst = append(dst, '[')
+	dst = strconv.AppendInt(dst, id, 10)
+	for _, s := range [...]string{ts, session, kind, content, prevHash} {
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, s, false)
+	}
+	return append(dst, ']')
+}
+
+// Hash returns the lowercase hex SHA-256 of Canonical(...).
+func Hash(id int64, ts, session, kind, content, prevHash string) string {
+	sum := sha256.Sum256(Canonical(id, ts, session, kind, content, prevHash))
+	return hex.EncodeToString(sum[:])
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string the way Python's json module
+// writes it: '"' and '\\' escaped, \b \f \n \r \t short forms, other control
+// characters as lowercase \u00xx, and nothing else escaped (no HTML escaping;
+// U+2028, U+2029 and DEL stay raw). With ensureASCII, non-ASCII characters
+// become \uXXXX escapes (surrogate pairs above the BMP), as with Python's
+// default ensure_ascii=True.
+func appendJSONString(dst []byte, s string, ensureASCII bool) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x80 && ensureASCII {
+			dst = append(dst, s[start:i]...)
+			r, size := utf8.DecodeRuneInString(s[i:])
+			dst = appendUEscape(dst, r)
+			i += size
+			start = i
+			continue
+		}
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendUEscape writes r as \uXXXX, or a surrogate pair above the BMP.
+func appendUEscape(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		r -= 0x10000
+		dst = appendU4(dst, 0xd800+(r>>10))
+		return appendU4(dst, 0xdc00+(r&0x3ff))
+	}
+	return appendU4(dst, r)
+}
+
+func appendU4(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}

@@ -1,0 +1,38 @@
+// Package memory is the front process's own access to the three server
+// tables of a mcp-sqlite-memory database: the append-only, hash-chained
+// memory_events log, the memory_checkpoints anchored to it, and the
+// query_log audit table.
+//
+// It opens its own connections (database/sql with the modernc driver) and
+// runs only statements it builds itself, always with bound parameters. It
+// never runs agent SQL; that is the worker's job.
+//
+// # Interchangeability
+//
+// Files are interchangeable with the reference Python server (0.3): the
+// bootstrap DDL is byte-identical to the reference's, so bootstrapping a
+// reference file leaves its sqlite_master unchanged, and the canonical hash
+// form (see [Canonical]) and result texts follow the reference exactly.
+//
+// # Concurrency
+//
+// Appends and checkpoints run in BEGIN IMMEDIATE transactions (read the
+// head, insert, commit), so several processes on one file keep one unbroken
+// chain; within one process they are also serialised by a mutex so that
+// goroutines do not spin in SQLite's busy handler. Every connection has a
+// busy timeout of [BusyTimeout].
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=NORMAL. In WAL mode that
+// never corrupts the database; a power loss (not a process crash) may lose
+// the last few commits. That trade buys the append rate the project targets
+// (SPEC 10): a commit costs no fsync.
+//
+// # Audit
+//
+// Every tool call is written through an [Auditor]: the [Store] itself (the
+// query_log table of the memory database), an [AuditDB] (a separate audit
+// file, for the read-only profile, which must never write to its database),
+// a logger ([NewLogAuditor]), or several of them ([MultiAuditor]).
+package memory

@@ -1,0 +1,368 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// BusyTimeout is how long every connection waits for a lock held by another
+// connection or process before failing with SQLITE_BUSY.
+const BusyTimeout = 5 * time.Second
+
+// Errors. Callers map ErrEmptyContent and ErrEmptySummary to INVALID_ARGUMENT,
+// the others to DATABASE_UNAVAILABLE (or a startup error).
+var (
+	// ErrNotDatabase: the file exists but is not a SQLite database. It is
+	// left unchanged.
+	ErrNotDatabase = errors.New("file is not a SQLite database")
+	// ErrNoChain: OpenExisting found no memory_events table.
+	ErrNoChain = errors.New("no memory_events table (not a mcp-sqlite-memory database)")
+	// ErrSchemaMismatch: a server table exists with other columns.
+	ErrSchemaMismatch = errors.New("server table has unexpected columns")
+	// ErrEmptyContent: append_event content is empty after stripping.
+	ErrEmptyContent = errors.New("content must not be empty")
+	// ErrEmptySummary: checkpoint summary is empty after stripping.
+	ErrEmptySummary = errors.New("summary must not be empty")
+)
+
+// Event is one row of memory_events.
+type Event struct {
+	ID       int64
+	TS       string
+	Session  string
+	Kind     string
+	Content  string
+	PrevHash string
+	Hash     string
+}
+
+// Checkpoint is one row of memory_checkpoints: a summary anchored to the
+// chain head (LastEventID 0 and GenesisHash for an empty chain).
+type Checkpoint struct {
+	ID          int64
+	TS          string
+	Session     string
+	Summary     string
+	LastEventID int64
+	HeadHash    string
+}
+
+// Store is the memory layer of one database file. It is safe for concurrent
+// use.
+type Store struct {
+	db   *sql.DB
+	path string
+	log  hclog.Logger
+	now  func() time.Time // tests pin the clock
+
+	// writeMu serialises this process's writers: SQLite would order them
+	// anyway, but through busy-handler sleeps.
+	writeMu     sync.Mutex
+	headStmt    *sql.Stmt
+	insertEvent *sql.Stmt
+	audit       *auditWriter
+}
+
+var _ Auditor = (*Store)(nil)
+
+// Open opens the memory database at path for the server: it creates the
+// parent folder and the file if missing, refuses a file that is not SQLite
+// (ErrNotDatabase, file untouched), switches the file to WAL once, and
+// creates whatever of the server schema is missing (SPEC 5). Objects that
+// exist are left alone, so a reference file's sqlite_master is unchanged.
+func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("memory: create database folder: %w", err)
+	}
+	db, err := openDB(ctx, abs, true, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkColumns(ctx, db, TableEvents, TableCheckpoints, TableQueryLog); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: %s: %w", abs, err)
+	}
+	if err := bootstrap(ctx, db, slices.Concat(eventsDDL, auditDDL)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
+	}
+	return newStore(ctx, db, abs, log)
+}
+
+// OpenExisting opens an existing memory database without creating or
+// changing anything (no bootstrap, no journal mode change), for the offline
+// verify command. A missing file is an fs.ErrNotExist error, a file that is
+// not SQLite ErrNotDatabase, a database without memory_events ErrNoChain.
+func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	db, err := openDB(ctx, abs, false, log)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, TableEvents).Scan(&n)
+	if err == nil && n == 0 {
+		err = ErrNoChain
+	}
+	if err == nil {
+		err = checkColumns(ctx, db, TableEvents)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: %s: %w", abs, err)
+	}
+	return newStore(ctx, db, abs, log)
+}
+
+func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*Store, error) {
+	s := &Store{db: db, path: path, log: log, now: time.Now}
+	var err error
+	if s.headStmt, err = db.PrepareContext(ctx, `SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`); err == nil {
+		s.insertEvent, err = db.PrepareContext(ctx,
+			`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("memory: prepare: %w", err)
+	}
+	// The audit writer shares the store's write mutex; its statement is
+	// prepared on first use because OpenExisting may have no query_log.
+	s.audit = &auditWriter{db: db, mu: &s.writeMu, now: func() time.Time { return s.now() }}
+	return s, nil
+}
+
+// openDB opens a pool on the file and checks that it is SQLite. With create
+// it also switches the file to WAL (persistent, so done once, not per
+// connection).
+func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(abs, create))
+	if err != nil {
+		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
+	}
+	// A few connections: one writer at a time (writeMu) plus readers for
+	// verify and resume context, which WAL lets run beside the writer.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+
+	// Reading the schema reads the header: the first point where SQLite
+	// notices a file that is not a database. Nothing is written before it.
+	var v int64
+	if err := db.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		db.Close()
+		if sqliteCode(err) == sqlite3.SQLITE_NOTADB {
+			return nil, fmt.Errorf("memory: %s: %w", abs, ErrNotDatabase)
+		}
+		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
+	}
+	if !create {
+		return db, nil
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: read journal mode of %s: %w", abs, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		// Needs a moment without other connections; when another program
+		// holds the file we carry on in its mode: appends stay atomic.
+		if err := db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+			log.Warn("could not switch the database to WAL; continuing", "path", abs, "mode", mode, "error", err)
+		} else if !strings.EqualFold(mode, "wal") {
+			log.Warn("database is not in WAL mode; continuing", "path", abs, "mode", mode)
+		} else {
+			log.Debug("database switched to WAL", "path", abs)
+		}
+	}
+	return db, nil
+}
+
+// dsn builds a file: URI (so any path character is escaped) with the
+// per-connection settings: busy timeout, synchronous=NORMAL (safe in WAL),
+// and BEGIN IMMEDIATE for every read-write transaction.
+func dsn(abs string, create bool) string {
+	p := filepath.ToSlash(abs)
+	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
+		p = "/" + p // file:///C:/dir/x.db
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	q := "_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	if !create {
+		q += "&mode=rw"
+	}
+	return u.String() + "?" + q
+}
+
+// sqliteCode returns the primary SQLite result code of err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	if s.audit != nil {
+		s.audit.close()
+	}
+	return s.db.Close()
+}
+
+// head returns the id and hash of the newest event, or 0 and GenesisHash.
+func (s *Store) head(ctx context.Context, tx *sql.Tx) (int64, string, error) {
+	var id int64
+	var hash string
+	err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&id, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, GenesisHash, nil
+	}
+	return id, hash, err
+}
+
+// Append adds one event to the chain: kind and content are stripped
+// (Strip), empty content is ErrEmptyContent, empty kind becomes "note". The
+// head is read and the row inserted in one BEGIN IMMEDIATE transaction, so
+// concurrent appenders in other processes keep one unbroken chain.
+func (s *Store) Append(ctx context.Context, session, kind, content string) (Event, error) {
+	content = Strip(content)
+	if content == "" {
+		return Event{}, ErrEmptyContent
+	}
+	kind = Strip(kind)
+	if kind == "" {
+		kind = "note"
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Event{}, fmt.Errorf("memory: append: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	prevID, prevHash, err := s.head(ctx, tx)
+	if err != nil {
+		return Event{}, fmt.Errorf("memory: append: read head: %w", err)
+	}
+	e := Event{
+		ID:       prevID + 1,
+		TS:       s.now().UTC().Format(TimeLayout),
+		Session:  session,
+		Kind:     kind,
+		Content:  content,
+		PrevHash: prevHash,
+	}
+	e.Hash = Hash(e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash)
+	if _, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx,
+		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
+		return Event{}, fmt.Errorf("memory: append: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	}
+	return e, nil
+}
+
+// Checkpoint stores a summary (stripped; empty is ErrEmptySummary) anchored
+// to the current chain head.
+func (s *Store) Checkpoint(ctx context.Context, session, summary string) (Checkpoint, error) {
+	summary = Strip(summary)
+	if summary == "" {
+		return Checkpoint{}, ErrEmptySummary
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	headID, headHash, err := s.head(ctx, tx)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint: read head: %w", err)
+	}
+	c := Checkpoint{
+		TS:          s.now().UTC().Format(TimeLayout),
+		Session:     session,
+		Summary:     summary,
+		LastEventID: headID,
+		HeadHash:    headHash,
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) VALUES (?, ?, ?, ?, ?)`,
+		c.TS, c.Session, c.Summary, c.LastEventID, c.HeadHash)
+	if err == nil {
+		c.ID, err = res.LastInsertId()
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
+	}
+	return c, nil
+}
+
+// LatestCheckpoint returns the newest checkpoint, or ok false when there is
+// none.
+func (s *Store) LatestCheckpoint(ctx context.Context) (c Checkpoint, ok bool, err error) {
+	return latestCheckpoint(ctx, s.db)
+}
+
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func latestCheckpoint(ctx context.Context, q queryRower) (Checkpoint, bool, error) {
+	var c Checkpoint
+	err := q.QueryRowContext(ctx,
+		`SELECT id, ts, session, summary, last_event_id, head_hash FROM memory_checkpoints ORDER BY id DESC LIMIT 1`).
+		Scan(&c.ID, &c.TS, &c.Session, &c.Summary, &c.LastEventID, &c.HeadHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("memory: latest checkpoint: %w", err)
+	}
+	return c, true, nil
+}

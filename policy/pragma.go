@@ -1,0 +1,72 @@
+package policy
+
+// introspectionPragmas describe the schema or check the file. Their argument
+// names an object (PRAGMA table_info(t)), so an argument is not a write.
+var introspectionPragmas = map[string]bool{
+	"table_info":        true,
+	"table_xinfo":       true,
+	"table_list":        true,
+	"index_list":        true,
+	"index_info":        true,
+	"index_xinfo":       true,
+	"foreign_key_list":  true,
+	"foreign_key_check": true,
+	"function_list":     true,
+	"collation_list":    true,
+	"module_list":       true,
+	"pragma_list":       true,
+	"database_list":     true,
+	"compile_options":   true,
+	"integrity_check":   true,
+	"quick_check":       true,
+}
+
+// settingPragmas may be read without a value. The driver reports
+// PRAGMA x = "" exactly like PRAGMA x (NULL and "" both arrive as ""), so
+// this list only holds settings whose empty-value form is harmless: it is
+// read-only, ignored, or changes only the worker's one-statement connection.
+var settingPragmas = map[string]bool{
+	"automatic_index":           true,
+	"busy_timeout":              true,
+	"cache_size":                true,
+	"cache_spill":               true,
+	"cell_size_check":           true,
+	"data_version":              true, // FTS5 reads it while it runs
+	"defer_foreign_keys":        true,
+	"encoding":                  true,
+	"foreign_keys":              true,
+	"freelist_count":            true,
+	"hard_heap_limit":           true,
+	"ignore_check_constraints":  true,
+	"journal_size_limit":        true,
+	"locking_mode":              true,
+	"max_page_count":            true,
+	"mmap_size":                 true,
+	"page_count":                true,
+	"page_size":                 true, // R*Tree reads it while it creates a table
+	"query_only":                true,
+	"read_uncommitted":          true,
+	"recursive_triggers":        true,
+	"reverse_unordered_selects": true,
+	"secure_delete":             true,
+	"soft_heap_limit":           true,
+	"synchronous":               true,
+	"temp_store":                true,
+	"threads":                   true,
+	"trusted_schema":            true,
+	"wal_autocheckpoint":        true,
+}
+
+// persistentPragmas are settings stored in the database file. Their
+// empty-value form writes it (PRAGMA journal_mode = "" switches WAL to
+// DELETE even under query_only; PRAGMA user_version = "" stores 0), and the
+// authorizer cannot tell it from a read, so they are readable only through
+// their table-valued function, SELECT * FROM pragma_journal_mode, which
+// takes no value.
+var persistentPragmas = map[string]bool{
+	"application_id": true,
+	"auto_vacuum":    true,
+	"journal_mode":   true,
+	"schema_version": true,
+	"user_version":   true,
+}

@@ -1,0 +1,94 @@
+package rawsqlite
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// backupRetry bounds how long Backup keeps retrying while the source is
+// busy or locked; backupPause is the wait between tries. Tests shorten them.
+var (
+	backupRetry = 5 * time.Second
+	backupPause = 10 * time.Millisecond
+)
+
+// Backup copies the "main" database of c into a new file at dstPath with
+// SQLite's online backup API, all pages in one step so that the copy is
+// one consistent snapshot. dstPath must not exist (it is created
+// exclusively, so an existing file is never overwritten). If the source is
+// busy or locked, Backup retries for a few seconds. On failure the
+// partially written file is removed.
+func (c *Conn) Backup(dstPath string) (err error) {
+	if !c.usable() {
+		return errClosed
+	}
+	f, err := os.OpenFile(dstPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("rawsqlite: backup: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(dstPath)
+		return fmt.Errorf("rawsqlite: backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			// The journal goes with the file; it is ours too if it exists.
+			os.Remove(dstPath + "-journal")
+			os.Remove(dstPath)
+		}
+	}()
+
+	dst, err := Open(dstPath, ReadWrite)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := dst.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return c.backupTo(dst)
+}
+
+func (c *Conn) backupTo(dst *Conn) error {
+	const name = "main"
+	zName := c.tls.Alloc(len(name) + 1)
+	defer c.tls.Free(len(name) + 1)
+	cstring(zName, name)
+
+	// Both handles are used on this goroutine, so the source's TLS serves.
+	b := sqlite3.Xsqlite3_backup_init(c.tls, dst.db, zName, c.db, zName)
+	if b == 0 {
+		// backup_init leaves its error on the destination handle.
+		return dst.errorFor(sqlite3.Xsqlite3_errcode(dst.tls, dst.db))
+	}
+	deadline := time.Now().Add(backupRetry)
+	var rc int32
+	for {
+		rc = sqlite3.Xsqlite3_backup_step(c.tls, b, -1)
+		if rc&0xff == sqlite3.SQLITE_BUSY || rc&0xff == sqlite3.SQLITE_LOCKED {
+			if time.Now().Before(deadline) {
+				time.Sleep(backupPause)
+				continue
+			}
+		}
+		break
+	}
+	// finish reports the step's error again and records it on dst.
+	frc := sqlite3.Xsqlite3_backup_finish(c.tls, b)
+	if rc == sqlite3.SQLITE_DONE && frc == sqlite3.SQLITE_OK {
+		return nil
+	}
+	if rc == sqlite3.SQLITE_DONE || rc == sqlite3.SQLITE_OK {
+		rc = frc
+	}
+	if rc == sqlite3.SQLITE_OK {
+		// Stopped short of DONE without an error: should not happen.
+		return errors.New("rawsqlite: backup: incomplete")
+	}
+	return dst.errorFor(rc)
+}

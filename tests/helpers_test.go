@@ -1,0 +1,73 @@
+package tests
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func mcpListTools() mcp.ListToolsRequest { return mcp.ListToolsRequest{} }
+
+// lastAuditN returns the n-th newest audit row (1 is the newest).
+func lastAuditN(t *testing.T, path string, n int) (tool string, ok bool, errText string) {
+	t.Helper()
+	db := openDirect(t, path)
+	var e sql.NullString
+	if err := db.QueryRow(`SELECT tool, ok, error FROM query_log ORDER BY id DESC LIMIT 1 OFFSET ?`, n-1).Scan(&tool, &ok, &e); err != nil {
+		t.Fatal(err)
+	}
+	return tool, ok, e.String
+}
+
+// procArgs returns the command line and parent pid of a Linux process.
+func procArgs(pid int) ([]string, int) {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil, 0
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, 0
+	}
+	// The field after the parenthesised command name is the state, then ppid.
+	rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+	fields := strings.Fields(string(rest))
+	ppid, _ := strconv.Atoi(fields[1])
+	return strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), ppid
+}
+
+// findWorker returns the pid of a worker process of the server of s, or 0.
+func findWorker(t *testing.T, s *session) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	serverPid := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		args, _ := procArgs(pid)
+		if len(args) >= 3 && args[0] == serverBin && args[1] == "--db" && args[2] == s.db {
+			serverPid = pid
+		}
+	}
+	if serverPid == 0 {
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if args, ppid := procArgs(pid); ppid == serverPid && len(args) == 2 && args[1] == "worker" {
+			return pid
+		}
+	}
+	return 0
+}

@@ -1,0 +1,201 @@
+// Package tests holds the end-to-end tests: they build the real binaries
+// once, start the server as an MCP host would, and drive it over stdio with
+// mcp-go's client.
+package tests
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	_ "modernc.org/sqlite"
+)
+
+// Paths of the binaries built once for all tests.
+var (
+	serverBin string
+	workerBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcp-sqlite-memory-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	exe := ""
+	if runtime.GOOS == "windows" {
+		exe = ".exe"
+	}
+	serverBin = filepath.Join(dir, "mcp-sqlite-memory"+exe)
+	workerBin = filepath.Join(dir, "worker"+exe)
+	for bin, pkg := range map[string]string{serverBin: "../cmd/server", workerBin: "../cmd/worker"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// session is one running server and its client.
+type session struct {
+	t   *testing.T
+	c   *client.Client
+	db  string
+	cmd *exec.Cmd
+}
+
+// start launches the server binary on db with extra flags and initializes
+// an MCP session over its stdio.
+func start(t *testing.T, db string, flags ...string) *session {
+	t.Helper()
+	args := append([]string{"--db", db}, flags...)
+	c, err := client.NewStdioMCPClient(serverBin, os.Environ(), args...)
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	s := &session{t: t, c: c, db: db}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return s
+}
+
+// call runs one tool and returns its text and whether it is a tool error.
+func (s *session) call(tool string, args map[string]any) (string, bool) {
+	s.t.Helper()
+	res := s.callResult(tool, args)
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+func (s *session) callResult(tool string, args map[string]any) *mcp.CallToolResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := s.c.CallTool(ctx, req)
+	if err != nil {
+		s.t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	return res
+}
+
+// ok calls a tool that must succeed and returns its text.
+func (s *session) ok(tool string, args map[string]any) string {
+	s.t.Helper()
+	text, isErr := s.call(tool, args)
+	if isErr {
+		s.t.Fatalf("%s %v: unexpected error: %s", tool, args, text)
+	}
+	return text
+}
+
+// fails calls a tool that must fail with code and returns the text.
+func (s *session) fails(tool string, args map[string]any, code string) string {
+	s.t.Helper()
+	text, isErr := s.call(tool, args)
+	if !isErr || !strings.HasPrefix(text, code+": ") {
+		s.t.Fatalf("%s %v: got (error=%v) %q, want a %s error", tool, args, isErr, text, code)
+	}
+	return text
+}
+
+func q(sql string) map[string]any { return map[string]any{"query": sql} }
+
+// newDB returns a path for a fresh database in a test folder.
+func newDB(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "memory.db")
+}
+
+// openDirect opens the file directly, as a person with sqlite3 would.
+func openDirect(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// dump is a stable text of every row of the given tables, for before/after
+// comparisons.
+func dump(t *testing.T, path string, tables ...string) string {
+	t.Helper()
+	db := openDirect(t, path)
+	h := sha256.New()
+	for _, table := range tables {
+		rows, err := db.Query(`SELECT * FROM "` + table + `" ORDER BY rowid`)
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(h, "%s:%v\n", table, vals)
+		}
+		rows.Close()
+	}
+	var schema string
+	_ = db.QueryRow(`SELECT group_concat(type || name || coalesce(sql, ''), '|') FROM (SELECT * FROM sqlite_schema ORDER BY name)`).Scan(&schema)
+	fmt.Fprintf(h, "schema:%s\n", schema)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// auditRows counts query_log rows, optionally only failed ones.
+func auditRows(t *testing.T, path string) (all, failed int) {
+	t.Helper()
+	db := openDirect(t, path)
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE ok = 0) FROM query_log`).Scan(&all, &failed); err != nil {
+		t.Fatal(err)
+	}
+	return all, failed
+}
+
+// lastAudit returns the newest audit row's tool, ok flag and error.
+func lastAudit(t *testing.T, path string) (tool string, ok bool, errText string) {
+	t.Helper()
+	db := openDirect(t, path)
+	var e sql.NullString
+	if err := db.QueryRow(`SELECT tool, ok, error FROM query_log ORDER BY id DESC LIMIT 1`).Scan(&tool, &ok, &e); err != nil {
+		t.Fatal(err)
+	}
+	return tool, ok, e.String
+}
