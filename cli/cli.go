@@ -52,6 +52,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, verify(ctx, args[1:], env))
 		case "restore":
 			return report(env, restore(ctx, args[1:], env))
+		case "eval":
+			return report(env, evalCmd(ctx, args[1:], env))
 		case "help":
 			server.PrintUsage(env.Stdout)
 			return exitOK
