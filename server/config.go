@@ -1,0 +1,247 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Profiles.
+const (
+	ProfileMemory   = "memory"
+	ProfileReadonly = "readonly"
+)
+
+// Config is every setting of SPEC 8, after flags and environment.
+type Config struct {
+	DB               string
+	Profile          string
+	QueryTimeout     time.Duration
+	DefaultLimit     int
+	MaxRows          int
+	MaxResultBytes   int
+	MaxCellChars     int
+	MaxUpdateRows    int
+	SearchCandidates int
+	Snapshots        int
+	SnapshotDir      string
+	WorkerMemoryMB   int
+	MaxGrowthMB      int
+	MaxWorkers       int
+	StandbyWorkers   int
+	Worker           string
+	AuditDB          string
+	RG               string
+	Sandbox          bool
+	Verbose          bool
+}
+
+// UsageError is a bad command line or environment: the caller prints it and
+// exits with status 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// option is one setting: its flag, environment variables, default and how
+// to read and check a value.
+type option struct {
+	flag  string
+	env   []string
+	def   string
+	help  string
+	apply func(c *Config, v string) error
+}
+
+func intOption(flagName, env, def, help string, min, max int, set func(*Config, int)) option {
+	return option{flag: flagName, env: []string{env}, def: def, help: help, apply: func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("must be a whole number from %d to %d", min, max)
+		}
+		set(c, n)
+		return nil
+	}}
+}
+
+func stringOption(flagName string, env []string, def, help string, set func(*Config, string)) option {
+	return option{flag: flagName, env: env, def: def, help: help, apply: func(c *Config, v string) error {
+		set(c, v)
+		return nil
+	}}
+}
+
+func options() []option {
+	return []option{
+		stringOption("db", []string{"MCP_SQLITE_DB", "DATABASE_PATH"}, "", "database file (created with its folder if missing; readonly profile: shop.db)", func(c *Config, v string) { c.DB = v }),
+		{flag: "profile", env: []string{"MCP_SQLITE_PROFILE"}, def: ProfileMemory, help: "memory (all tools) or readonly (three JSON tools, database opened read-only)", apply: func(c *Config, v string) error {
+			if v != ProfileMemory && v != ProfileReadonly {
+				return errors.New("must be memory or readonly")
+			}
+			c.Profile = v
+			return nil
+		}},
+		{flag: "query-timeout", env: []string{"MCP_SQLITE_QUERY_TIMEOUT"}, def: "10", help: "seconds a statement may run before its worker is stopped", apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0.1 || f > 3600 || math.IsNaN(f) {
+				return errors.New("must be a number of seconds from 0.1 to 3600")
+			}
+			c.QueryTimeout = time.Duration(f * float64(time.Second))
+			return nil
+		}},
+		intOption("default-limit", "MCP_SQLITE_DEFAULT_LIMIT", "100", "rows returned when a call gives no limit", 1, 1_000_000, func(c *Config, n int) { c.DefaultLimit = n }),
+		intOption("max-rows", "MCP_SQLITE_MAX_ROWS", "1000", "largest limit a call may ask for", 1, 1_000_000, func(c *Config, n int) { c.MaxRows = n }),
+		intOption("max-result-bytes", "MCP_SQLITE_MAX_RESULT_BYTES", "32768", "cap on a result's CSV bytes (at least one row is always kept)", 256, 1<<30, func(c *Config, n int) { c.MaxResultBytes = n }),
+		intOption("max-cell-chars", "MCP_SQLITE_MAX_CELL_CHARS", "2000", "longer cells are cut to this many characters", 8, 1<<30, func(c *Config, n int) { c.MaxCellChars = n }),
+		intOption("max-update-rows", "MCP_SQLITE_MAX_UPDATE_ROWS", "500", "an UPDATE in write_query changing more rows is rolled back", 1, math.MaxInt32, func(c *Config, n int) { c.MaxUpdateRows = n }),
+		intOption("search-candidates", "MCP_SQLITE_SEARCH_CANDIDATES", "5000", "rows search_text reads at most", 1, 10_000_000, func(c *Config, n int) { c.SearchCandidates = n }),
+		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept by destructive_query (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
+		stringOption("snapshot-dir", []string{"MCP_SQLITE_SNAPSHOT_DIR"}, "", "snapshot folder (default <db dir>/<stem>.snapshots)", func(c *Config, v string) { c.SnapshotDir = v }),
+		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
+		intOption("max-growth-mb", "MCP_SQLITE_MAX_GROWTH_MB", "512", "MiB one statement may add to the database", 1, 1<<22, func(c *Config, n int) { c.MaxGrowthMB = n }),
+		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes running statements at once", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),
+		intOption("standby-workers", "MCP_SQLITE_STANDBY_WORKERS", "1", "workers started ahead so spawning is off the call path (0 turns it off)", 0, 16, func(c *Config, n int) { c.StandbyWorkers = n }),
+		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
+		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
+		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
+		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "on", "true", "1":
+				c.Sandbox = true
+			case "off", "false", "0":
+				c.Sandbox = false
+			default:
+				return errors.New("must be on or off")
+			}
+			return nil
+		}},
+		{flag: "verbose", env: []string{"MCP_SQLITE_VERBOSE"}, def: "false", help: "debug logging on stderr (also -v)", apply: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			c.Verbose = b
+			return nil
+		}},
+	}
+}
+
+// ParseConfig reads the environment, then flags (which win), and checks the
+// result. Problems come back as *UsageError naming what to type instead.
+// Positional arguments left after the flags are returned.
+func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (*Config, []string, error) {
+	opts := options()
+	c := &Config{}
+	for _, o := range opts {
+		v, from := o.def, ""
+		for _, env := range o.env {
+			if e := getenv(env); e != "" {
+				v, from = e, env
+				break
+			}
+		}
+		if err := o.apply(c, v); err != nil {
+			return nil, nil, &UsageError{fmt.Sprintf("invalid value %q in environment variable %s: %v", v, from, err)}
+		}
+	}
+
+	fs := flag.NewFlagSet("mcp-sqlite-memory", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var flagErr error
+	for _, o := range opts {
+		if o.flag == "verbose" {
+			fs.BoolFunc("verbose", o.help, func(v string) error { return o.apply(c, v) })
+			fs.BoolFunc("v", "same as --verbose", func(v string) error { return o.apply(c, v) })
+			continue
+		}
+		fs.Func(o.flag, o.help, func(v string) error {
+			if err := o.apply(c, v); err != nil {
+				flagErr = &UsageError{fmt.Sprintf("invalid value %q for --%s: %v\nTry: --%s %s", v, o.flag, err, o.flag, o.def)}
+				return err
+			}
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			PrintUsage(usage)
+			return nil, nil, err
+		}
+		if flagErr != nil {
+			return nil, nil, flagErr
+		}
+		return nil, nil, &UsageError{err.Error() + "\nTry: mcp-sqlite-memory --help"}
+	}
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	return c, fs.Args(), nil
+}
+
+func (c *Config) check() error {
+	if c.Profile == ProfileReadonly && c.DB == "" {
+		c.DB = "shop.db"
+	}
+	if c.DefaultLimit > c.MaxRows {
+		return &UsageError{fmt.Sprintf("--default-limit %d is larger than --max-rows %d\nTry: --default-limit %d", c.DefaultLimit, c.MaxRows, c.MaxRows)}
+	}
+	if c.StandbyWorkers > c.MaxWorkers {
+		return &UsageError{fmt.Sprintf("--standby-workers %d is larger than --max-workers %d\nTry: --standby-workers 1", c.StandbyWorkers, c.MaxWorkers)}
+	}
+	if c.DB != "" && c.SnapshotDir == "" {
+		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), Stem(c.DB)+".snapshots")
+	}
+	return nil
+}
+
+// RequireDB reports the missing --db as a usage error.
+func (c *Config) RequireDB() error {
+	if c.DB == "" {
+		return &UsageError{"no database given\nTry: mcp-sqlite-memory --db ./memory.db   (or set MCP_SQLITE_DB)"}
+	}
+	return nil
+}
+
+// Stem is the database file name without its extension.
+func Stem(db string) string {
+	base := filepath.Base(db)
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+// PrintUsage writes the flag table with examples.
+func PrintUsage(w io.Writer) {
+	fmt.Fprint(w, `mcp-sqlite-memory: an MCP server that gives an agent one SQLite file, with SQL as its tool.
+
+Usage:
+  mcp-sqlite-memory --db PATH [flags]            serve MCP over stdio (what an MCP host runs)
+  mcp-sqlite-memory demo [--keep DIR]            a scripted session against a sample database
+  mcp-sqlite-memory sample-db PATH               write the sample shop database
+  mcp-sqlite-memory call --db PATH TOOL 'JSON'   run one tool call through the real path
+  mcp-sqlite-memory verify --db PATH             check the memory chain offline (exit 1 if broken)
+  mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
+  mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
+
+Examples:
+  mcp-sqlite-memory --db ~/.local/share/agent/memory.db
+  mcp-sqlite-memory --profile readonly --db shop.db --query-timeout 5
+  mcp-sqlite-memory call --db memory.db read_query '{"query":"SELECT 1"}'
+
+Flags (each also read from its environment variable; flags win):
+`)
+	for _, o := range options() {
+		name := "--" + o.flag
+		if o.flag == "verbose" {
+			name = "-v, --verbose"
+		}
+		def := ""
+		if o.def != "" && o.def != "false" {
+			def = " (default " + o.def + ")"
+		}
+		fmt.Fprintf(w, "  %-22s %s%s [%s]\n", name, o.help, def, strings.Join(o.env, ", "))
+	}
+}

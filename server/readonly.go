@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+)
+
+// Readonly profile limits (SPEC 6).
+const (
+	readonlyDefaultLimit = 100
+	readonlyMaxLimit     = 500
+)
+
+// openReadonly checks the database without writing anything to it and sets
+// up the audit sinks: hclog always, a separate SQLite file if asked.
+func (s *Server) openReadonly(ctx context.Context) error {
+	fi, err := os.Stat(s.dbPath)
+	if err != nil {
+		return fmt.Errorf("database %s not found; the readonly profile never creates one (write the sample with: mcp-sqlite-memory sample-db %s)", s.dbPath, s.cfg.DB)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a folder; point --db at a SQLite file", s.dbPath)
+	}
+	auditors := []memory.Auditor{memory.NewLogAuditor(s.log.Named("audit"))}
+	if s.cfg.AuditDB != "" {
+		a, err := memory.OpenAudit(ctx, s.cfg.AuditDB, s.log.Named("audit"))
+		if err != nil {
+			return fmt.Errorf("open --audit-db %s: %w", s.cfg.AuditDB, err)
+		}
+		s.closers = append(s.closers, a)
+		auditors = append(auditors, a)
+	}
+	s.auditor = memory.MultiAuditor(auditors...)
+	return nil
+}
+
+// Output schemas of the readonly tools, for hosts that read structured
+// content.
+var (
+	listTablesSchema = json.RawMessage(`{"type":"object","properties":{"tables":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}},"required":["tables"]}`)
+	describeSchema   = json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"},"columns":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"nullable":{"type":"boolean"},"primaryKey":{"type":"boolean"}},"required":["name","type","nullable","primaryKey"]}},"foreignKeys":{"type":"array","items":{"type":"object","properties":{"column":{"type":"string"},"referencesTable":{"type":"string"},"referencesColumn":{"type":"string"}},"required":["column","referencesTable","referencesColumn"]}}},"required":["table","columns","foreignKeys"]}`)
+	querySchema      = json.RawMessage(`{"type":"object","properties":{"columns":{"type":"array","items":{"type":"string"}},"rows":{"type":"array","items":{"type":"array"}},"returnedRows":{"type":"integer"},"limit":{"type":"integer"},"offset":{"type":"integer"},"hasMore":{"type":"boolean"}},"required":["columns","rows","returnedRows","limit","offset","hasMore"]}`)
+)
+
+func (s *Server) registerReadonly() {
+	s.mcp.AddTool(mcp.NewTool("list_tables",
+		mcp.WithDescription(`List the database's tables as JSON {"tables":[{"name":...}]}. Start here.`),
+		mcp.WithRawOutputSchema(listTablesSchema),
+		annotations(true, false, true),
+	), s.handle("list_tables", true, s.roListTables))
+	s.mcp.AddTool(mcp.NewTool("describe_table",
+		mcp.WithDescription(`Columns (name, type, nullable, primaryKey) and foreign keys (column, referencesTable, referencesColumn) of one table, as JSON, read live from SQLite.`),
+		mcp.WithString("table", mcp.Required(), mcp.Description("table name from list_tables")),
+		mcp.WithRawOutputSchema(describeSchema),
+		annotations(true, false, true),
+	), s.handle("describe_table", true, s.roDescribeTable))
+	s.mcp.AddTool(mcp.NewTool("query_database",
+		mcp.WithDescription(fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)),
+		mcp.WithString("sql", mcp.Required(), mcp.Description("one SELECT or WITH ... SELECT statement")),
+		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("rows per page, 1..%d (default %d)", readonlyMaxLimit, readonlyDefaultLimit))),
+		mcp.WithInteger("offset", mcp.Description("rows to skip (default 0)")),
+		mcp.WithRawOutputSchema(querySchema),
+		annotations(true, false, true),
+	), s.handle("query_database", true, s.roQuery))
+}
+
+func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only(); err != nil {
+		return outcome{}, err
+	}
+	req := s.request(ipc.OpListTables, "select")
+	req.Table = &ipc.Table{JSON: true}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text, json: resp.JSON}, nil
+}
+
+func (s *Server) roDescribeTable(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("table"); err != nil {
+		return outcome{}, err
+	}
+	name, err := a.str("table", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(name)
+	req := s.request(ipc.OpDescribeTable, "select")
+	req.Table = &ipc.Table{Name: name, JSON: true}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text, json: resp.JSON}, nil
+}
+
+func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("sql", "limit", "offset"); err != nil {
+		return outcome{}, err
+	}
+	q, err := a.str("sql", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(q)
+	limit, err := a.int("limit", readonlyDefaultLimit, 1, readonlyMaxLimit, "page with offset for more rows")
+	if err != nil {
+		return outcome{}, err
+	}
+	offset, err := a.int("offset", 0, 0, 1<<40, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.detail["limit"], c.detail["offset"] = limit, offset
+	req := s.request(ipc.OpQuery, "select")
+	req.SQL, req.Limit, req.Offset, req.Format = q, limit, offset, "json"
+	// The byte cap still applies; when it stops a page early, hasMore is
+	// set, so offset + returnedRows resumes at the right row.
+	req.Caps.MaxRows = readonlyMaxLimit
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text, json: resp.JSON}, nil
+}

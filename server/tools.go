@@ -1,0 +1,422 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+)
+
+// annotations sets the four MCP hints every tool carries.
+func annotations(readOnly, destructive, idempotent bool) mcp.ToolOption {
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
+		DestructiveHint: mcp.ToBoolPtr(destructive),
+		IdempotentHint:  mcp.ToBoolPtr(idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(false),
+	})
+}
+
+func (s *Server) registerMemory() {
+	c := s.cfg
+	s.mcp.AddTool(mcp.NewTool("read_query",
+		mcp.WithDescription(fmt.Sprintf("Run ONE read-only SQL statement (SELECT, WITH ... SELECT, EXPLAIN, or an introspection PRAGMA such as table_info) and get CSV with a '# N rows' trailer. NULL is an empty field, the empty string is \"\". Page with limit (default %d, max %d) and offset; the trailer says when more rows exist. format=\"json\" returns {columns, rows, returnedRows, limit, offset, hasMore}. Writes are refused: use write_query or destructive_query.", c.DefaultLimit, c.MaxRows)),
+		mcp.WithString("query", mcp.Required(), mcp.Description("one SELECT / WITH / EXPLAIN / introspection PRAGMA statement")),
+		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("rows to return, 1..%d (default %d)", c.MaxRows, c.DefaultLimit))),
+		mcp.WithInteger("offset", mcp.Description("rows to skip first (default 0)")),
+		mcp.WithString("format", mcp.Enum("csv", "json"), mcp.Description("csv (default) or json")),
+		annotations(true, false, true),
+	), s.handle("read_query", false, s.readQuery))
+
+	s.mcp.AddTool(mcp.NewTool("write_query",
+		mcp.WithDescription(fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.", c.MaxUpdateRows)),
+		mcp.WithString("query", mcp.Required(), mcp.Description("one writing SQL statement")),
+		annotations(false, false, false),
+	), s.handle("write_query", false, s.writeQuery))
+
+	s.mcp.AddTool(mcp.NewTool("destructive_query",
+		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then the whole database is snapshotted, then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."),
+		mcp.WithString("query", mcp.Required(), mcp.Description("one destructive SQL statement")),
+		mcp.WithString("reason", mcp.Required(), mcp.Description("why this change is needed (kept in the audit log)")),
+		annotations(false, true, false),
+	), s.handle("destructive_query", false, s.destructiveQuery))
+
+	s.mcp.AddTool(mcp.NewTool("list_tables",
+		mcp.WithDescription("List tables and views as CSV name,type,system,rows. system=1 marks the server's own tables (memory log, audit log), which are readable but cannot be changed."),
+		mcp.WithBoolean("include_row_counts", mcp.Description("count the rows of each table (default true)")),
+		annotations(true, false, true),
+	), s.handle("list_tables", false, s.listTables))
+
+	s.mcp.AddTool(mcp.NewTool("describe_table",
+		mcp.WithDescription("Describe a table or view: CSV sections '# columns' (cid,name,type,notnull,default,pk), '# foreign_keys' (from,to_table,to_column) and '# indexes' (name,unique,origin,columns)."),
+		mcp.WithString("table", mcp.Required(), mcp.Description("table or view name")),
+		annotations(true, false, true),
+	), s.handle("describe_table", false, s.describeTable))
+
+	s.mcp.AddTool(mcp.NewTool("get_schema",
+		mcp.WithDescription("Every CREATE statement as stored (tables, indexes, views, triggers). Views saved with create_view carry a '-- description:' line: they are reusable queries from earlier sessions."),
+		mcp.WithBoolean("include_system", mcp.Description("also show the server's own objects (default false)")),
+		annotations(true, false, true),
+	), s.handle("get_schema", false, s.getSchema))
+
+	s.mcp.AddTool(mcp.NewTool("create_view",
+		mcp.WithDescription("Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first."),
+		mcp.WithString("name", mcp.Required(), mcp.Description("view name matching ^[A-Za-z_][A-Za-z0-9_]*$")),
+		mcp.WithString("select_sql", mcp.Required(), mcp.Description("one SELECT or WITH ... SELECT statement")),
+		mcp.WithString("description", mcp.Description("what the view answers; stored inside its SQL")),
+		mcp.WithBoolean("replace", mcp.Description("replace an existing view (its previous SQL is kept in the audit log); default false")),
+		annotations(false, false, false),
+	), s.handle("create_view", false, s.createView))
+
+	s.mcp.AddTool(mcp.NewTool("append_event",
+		mcp.WithDescription("Append a note, decision or finding to the append-only, hash-chained memory log. The server computes the hash; events can never be edited or deleted."),
+		mcp.WithString("content", mcp.Required(), mcp.Description("the event text")),
+		mcp.WithString("kind", mcp.Description("a short category such as note, decision, finding, todo (default note)")),
+		annotations(false, false, false),
+	), s.handle("append_event", false, s.appendEvent))
+
+	s.mcp.AddTool(mcp.NewTool("verify_chain",
+		mcp.WithDescription("Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."),
+		annotations(true, false, true),
+	), s.handle("verify_chain", false, s.verifyChain))
+
+	s.mcp.AddTool(mcp.NewTool("checkpoint",
+		mcp.WithDescription("Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."),
+		mcp.WithString("summary", mcp.Required(), mcp.Description("what a fresh session needs to know to carry on")),
+		annotations(false, false, false),
+	), s.handle("checkpoint", false, s.checkpoint))
+
+	s.mcp.AddTool(mcp.NewTool("get_resume_context",
+		mcp.WithDescription("Call this FIRST in a new session: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first) and whether the memory chain verifies."),
+		mcp.WithInteger("max_events", mcp.Description("most recent events to show, 1..1000 (default 50)")),
+		mcp.WithArray("exclude_kinds", mcp.WithStringItems(), mcp.Description("event kinds to leave out")),
+		annotations(true, false, true),
+	), s.handle("get_resume_context", false, s.resumeContext))
+
+	s.mcp.AddTool(mcp.NewTool("search_text",
+		mcp.WithDescription(fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)),
+		mcp.WithString("pattern", mcp.Required(), mcp.Description("regular expression (RE2), or literal text with fixed_strings=true")),
+		mcp.WithString("table", mcp.Required(), mcp.Description("table or view to search")),
+		mcp.WithArray("columns", mcp.WithStringItems(), mcp.Description("columns to search (default: the text columns)")),
+		mcp.WithString("where", mcp.Description("SQL condition that narrows the candidate rows, e.g. kind = 'note'")),
+		mcp.WithString("key_column", mcp.Description("column that identifies a row in the output (default rowid; required for views)")),
+		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("matching values to return, 1..%d (default 100)", c.MaxRows))),
+		mcp.WithBoolean("ignore_case", mcp.Description("case-insensitive match (default false)")),
+		mcp.WithBoolean("fixed_strings", mcp.Description("treat pattern as literal text (default false)")),
+		mcp.WithInteger("context_chars", mcp.Description("characters of context on each side of the match, 0..1000 (default 80)")),
+		annotations(true, false, true),
+	), s.handle("search_text", false, s.searchText))
+}
+
+func (s *Server) limitHint() string {
+	return fmt.Sprintf("page with offset to see more than %d rows", s.cfg.MaxRows)
+}
+
+func (s *Server) readQuery(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("query", "limit", "offset", "format"); err != nil {
+		return outcome{}, err
+	}
+	q, err := a.str("query", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(q)
+	limit, err := a.int("limit", s.cfg.DefaultLimit, 1, s.cfg.MaxRows, s.limitHint())
+	if err != nil {
+		return outcome{}, err
+	}
+	offset, err := a.int("offset", 0, 0, 1<<40, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	format, err := a.str("format", false, "csv")
+	if err != nil {
+		return outcome{}, err
+	}
+	if format != "csv" && format != "json" {
+		return outcome{}, invalid("format must be \"csv\" or \"json\", got %q", format)
+	}
+	c.detail["limit"], c.detail["offset"], c.detail["format"] = limit, offset, format
+	req := s.request(ipc.OpQuery, "read")
+	req.SQL, req.Limit, req.Offset, req.Format = q, limit, offset, format
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("query"); err != nil {
+		return outcome{}, err
+	}
+	q, err := a.str("query", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(q)
+	c.detail["max_update_rows"] = s.cfg.MaxUpdateRows
+	req := s.request(ipc.OpQuery, "write")
+	req.SQL = q
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("query", "reason"); err != nil {
+		return outcome{}, err
+	}
+	q, err := a.str("query", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(q)
+	reason, err := a.str("reason", true, "")
+	if err != nil {
+		return outcome{}, invalid("reason is required: say in a sentence why this destructive change is needed")
+	}
+	c.detail["reason"] = reason
+	req := s.request(ipc.OpQuery, "destructive")
+	req.SQL = q
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("include_row_counts"); err != nil {
+		return outcome{}, err
+	}
+	counts, err := a.bool("include_row_counts", true)
+	if err != nil {
+		return outcome{}, err
+	}
+	req := s.request(ipc.OpListTables, "read")
+	req.Table = &ipc.Table{RowCounts: counts}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("table"); err != nil {
+		return outcome{}, err
+	}
+	name, err := a.str("table", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(name)
+	req := s.request(ipc.OpDescribeTable, "read")
+	req.Table = &ipc.Table{Name: name}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) getSchema(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("include_system"); err != nil {
+		return outcome{}, err
+	}
+	all, err := a.bool("include_system", false)
+	if err != nil {
+		return outcome{}, err
+	}
+	req := s.request(ipc.OpSchema, "read")
+	req.Table = &ipc.Table{IncludeSystem: all}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("name", "select_sql", "description", "replace"); err != nil {
+		return outcome{}, err
+	}
+	name, err := a.str("name", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	if !worker.ViewName.MatchString(name) {
+		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
+	}
+	sel, err := a.str("select_sql", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(sel)
+	desc, err := a.str("description", false, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	replace, err := a.bool("replace", false)
+	if err != nil {
+		return outcome{}, err
+	}
+	c.detail["name"], c.detail["replace"] = name, replace
+	req := s.request(ipc.OpCreateView, "write")
+	req.View = &ipc.View{Name: name, Select: sel, Description: desc, Replace: replace}
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}
+
+func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("content", "kind"); err != nil {
+		return outcome{}, err
+	}
+	content, err := a.str("content", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(content)
+	kind, err := a.str("kind", false, "note")
+	if err != nil {
+		return outcome{}, err
+	}
+	ev, err := s.store.Append(ctx, s.session, kind, content)
+	if err != nil {
+		return outcome{}, memoryError(err)
+	}
+	c.setRows(1)
+	c.detail["event_id"], c.detail["kind"] = ev.ID, ev.Kind
+	return outcome{text: fmt.Sprintf("ok: event %d appended (hash %s...)", ev.ID, ev.Hash[:12])}, nil
+}
+
+func (s *Server) verifyChain(ctx context.Context, c *call, a args) (outcome, error) {
+	if err := a.only(); err != nil {
+		return outcome{}, err
+	}
+	v, err := s.store.Verify(ctx)
+	if err != nil {
+		return outcome{}, memoryError(err)
+	}
+	c.setRows(v.Events)
+	c.detail["chain_ok"] = v.OK
+	return outcome{text: v.JSON()}, nil
+}
+
+func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("summary"); err != nil {
+		return outcome{}, err
+	}
+	summary, err := a.str("summary", true, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	c.setQuery(summary)
+	cp, err := s.store.Checkpoint(ctx, s.session, summary)
+	if err != nil {
+		return outcome{}, memoryError(err)
+	}
+	c.setRows(1)
+	c.detail["checkpoint_id"] = cp.ID
+	return outcome{text: fmt.Sprintf("ok: checkpoint %d written at event %d", cp.ID, cp.LastEventID)}, nil
+}
+
+func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("max_events", "exclude_kinds"); err != nil {
+		return outcome{}, err
+	}
+	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, 1000, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	exclude, err := a.strs("exclude_kinds")
+	if err != nil {
+		return outcome{}, err
+	}
+	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
+		MaxEvents: maxEvents, ExcludeKinds: exclude,
+		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars,
+	})
+	if err != nil {
+		return outcome{}, memoryError(err)
+	}
+	c.setRows(int64(r.Shown))
+	c.detail["max_events"], c.detail["chain_ok"] = maxEvents, r.Chain.OK
+	if len(r.Excluded) > 0 {
+		c.detail["exclude_kinds"] = r.Excluded
+	}
+	return outcome{text: r.Text}, nil
+}
+
+// memoryError gives the memory layer's failures their codes.
+func memoryError(err error) error {
+	switch {
+	case errors.Is(err, memory.ErrEmptyContent):
+		return invalid("content must not be empty (white space alone is empty)")
+	case errors.Is(err, memory.ErrEmptySummary):
+		return invalid("summary must not be empty")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {
+		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the database is busy; retry the call")
+	}
+	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the memory tables could not be read or written: "+msg)
+}
+
+func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("pattern", "table", "columns", "where", "key_column", "limit", "ignore_case", "fixed_strings", "context_chars"); err != nil {
+		return outcome{}, err
+	}
+	var sr ipc.Search
+	var err error
+	if sr.Pattern, err = a.str("pattern", true, ""); err != nil {
+		return outcome{}, err
+	}
+	if sr.Table, err = a.str("table", true, ""); err != nil {
+		return outcome{}, err
+	}
+	if sr.Columns, err = a.strs("columns"); err != nil {
+		return outcome{}, err
+	}
+	if sr.Where, err = a.str("where", false, ""); err != nil {
+		return outcome{}, err
+	}
+	if sr.KeyColumn, err = a.str("key_column", false, ""); err != nil {
+		return outcome{}, err
+	}
+	if sr.Limit, err = a.int("limit", 100, 1, s.cfg.MaxRows, ""); err != nil {
+		return outcome{}, err
+	}
+	if sr.IgnoreCase, err = a.bool("ignore_case", false); err != nil {
+		return outcome{}, err
+	}
+	if sr.FixedStrings, err = a.bool("fixed_strings", false); err != nil {
+		return outcome{}, err
+	}
+	if sr.ContextChars, err = a.int("context_chars", 80, 0, 1000, ""); err != nil {
+		return outcome{}, err
+	}
+	sr.CandidateCap = s.cfg.SearchCandidates
+	c.setQuery(sr.Pattern)
+	c.detail["search"] = sr
+	req := s.request(ipc.OpSearch, "read")
+	req.Search = &sr
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text}, nil
+}

@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// busyTimeoutCap keeps lock waits well inside the query timeout.
+const busyTimeoutCap = 5 * time.Second
+
+// executor holds the one connection of this worker and its policy.
+type executor struct {
+	req  *ipc.Request
+	log  hclog.Logger
+	conn *rawsqlite.Conn
+	mode policy.Mode
+
+	auth *policy.Authorizer
+	// agentPhase is true while the agent's statement compiles or steps: only
+	// then does the policy decide. The worker's own statements (BEGIN,
+	// COMMIT, catalogue reads) are built here and need no policing, and the
+	// policy forbids transaction control.
+	agentPhase bool
+	// timedOut is set when the request's time is up.
+	timedOut atomic.Bool
+}
+
+func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
+	mode, err := policy.ParseMode(modeOf(req))
+	if err != nil {
+		return nil, ipc.NewError(ipc.CodeInvalidArgument, err.Error())
+	}
+	if _, err := os.Stat(req.DB); err != nil {
+		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "database file not found: "+req.DB)
+	}
+	flags := rawsqlite.ReadWrite
+	if req.ReadOnlyFile {
+		flags = rawsqlite.ReadOnly
+	}
+	conn, err := rawsqlite.Open(req.DB, flags)
+	if err != nil {
+		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot open the database: "+err.Error())
+	}
+	ex := &executor{req: req, log: log, conn: conn, mode: mode}
+	if err := ex.setup(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return ex, nil
+}
+
+// modeOf is the policy mode an operation runs under.
+func modeOf(req *ipc.Request) string {
+	switch req.Op {
+	case ipc.OpQuery:
+		return req.Mode
+	case ipc.OpCreateView:
+		return policy.Write.String()
+	}
+	if req.ReadOnlyFile {
+		return policy.Select.String()
+	}
+	return policy.Read.String()
+}
+
+func (ex *executor) close() {
+	_ = ex.conn.Close()
+}
+
+// setup applies the backstops every worker connection carries (SPEC 4),
+// before the authorizer goes in.
+func (ex *executor) setup() error {
+	c := ex.conn
+	busy := time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
+	if busy <= 0 || busy > busyTimeoutCap {
+		busy = busyTimeoutCap
+	}
+	if err := c.BusyTimeout(busy); err != nil {
+		return err
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
+		return fmt.Errorf("defensive mode: %w", err)
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
+		return fmt.Errorf("trusted_schema: %w", err)
+	}
+	c.Limit(rawsqlite.LimitAttached, 0)
+	if err := c.Exec("PRAGMA foreign_keys=ON"); err != nil {
+		return ex.classify(err)
+	}
+	if ex.mode <= policy.Read {
+		if err := c.Exec("PRAGMA query_only=1"); err != nil {
+			return ex.classify(err)
+		}
+	} else if err := ex.capGrowth(); err != nil {
+		return err
+	}
+	var opts policy.Options
+	if ex.mode >= policy.Write {
+		shadow, err := ex.shadowTables()
+		if err != nil {
+			return err
+		}
+		opts.ShadowTables = shadow
+	}
+	if ex.req.Op == ipc.OpCreateView && ex.req.View != nil {
+		opts.CreateView = ex.req.View.Name
+	}
+	ex.auth = policy.New(ex.mode, opts)
+	return c.SetAuthorizer(func(action int, a1, a2, db, trigger string) int {
+		if !ex.agentPhase {
+			return rawsqlite.AuthOK
+		}
+		return ex.auth.Authorize(action, a1, a2, db, trigger)
+	})
+}
+
+// capGrowth sets max_page_count so that one statement can add at most
+// --max-growth-mb to the file.
+func (ex *executor) capGrowth() error {
+	if ex.req.Limits.MaxGrowthMB <= 0 {
+		return nil
+	}
+	pages, err := ex.scalarInt("PRAGMA page_count")
+	if err != nil {
+		return ex.classify(err)
+	}
+	size, err := ex.scalarInt("PRAGMA page_size")
+	if err != nil || size <= 0 {
+		return ex.classify(err)
+	}
+	limit := pages + int64(ex.req.Limits.MaxGrowthMB)<<20/size
+	return ex.conn.Exec(fmt.Sprintf("PRAGMA max_page_count=%d", limit))
+}
+
+func (ex *executor) shadowTables() (map[string]bool, error) {
+	shadow := map[string]bool{}
+	err := ex.each("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'", func(st *rawsqlite.Stmt) error {
+		shadow[strings.ToLower(st.ColumnText(0))] = true
+		return nil
+	})
+	return shadow, err
+}
+
+func (ex *executor) violation() error {
+	if ex.auth == nil {
+		return nil
+	}
+	if v := ex.auth.Violation(); v != nil {
+		return ipc.NewError(v.Code, v.Message)
+	}
+	return nil
+}
+
+// compile prepares the agent's statement under the policy and makes sure it
+// is the only one: anything but white space and comments after it is
+// refused before anything runs. A nil statement means empty input.
+func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
+	ex.auth.Reset()
+	ex.agentPhase = true
+	st, tail, err := ex.conn.Prepare(sql)
+	ex.agentPhase = false
+	if err != nil {
+		return nil, "", ex.classify(err)
+	}
+	if v := ex.violation(); v != nil {
+		// The authorizer may have answered IGNORE-free denials that SQLite
+		// still compiled around; never run such a statement.
+		if st != nil {
+			st.Finalize()
+		}
+		return nil, "", v
+	}
+	if st == nil {
+		return nil, "", ipc.NewError(ipc.CodeInvalidArgument, "the query is empty; pass one SQL statement")
+	}
+	if more, err := ex.hasMoreStatements(tail); err != nil || more {
+		st.Finalize()
+		if err != nil {
+			return nil, "", err
+		}
+		return nil, "", ipc.NewError(ipc.CodeMultipleStatements, "only one statement per call is allowed; send the statements as separate calls (nothing was run)")
+	}
+	text := strings.TrimSpace(sql[:len(sql)-len(tail)])
+	return st, text, nil
+}
+
+// hasMoreStatements asks SQLite whether tail holds anything but white space,
+// comments and semicolons: preparing it yields no statement exactly then.
+// The tail is compiled with the policy silent and is never run.
+func (ex *executor) hasMoreStatements(tail string) (bool, error) {
+	for strings.TrimSpace(tail) != "" {
+		st, rest, err := ex.conn.Prepare(tail)
+		if err != nil {
+			return true, nil
+		}
+		if st != nil {
+			st.Finalize()
+			return true, nil
+		}
+		if len(rest) >= len(tail) {
+			return false, errors.New("prepare made no progress")
+		}
+		tail = rest
+	}
+	return false, nil
+}
+
+// stepAgent steps the agent's statement with the policy in force (SQLite may
+// re-prepare it, or a virtual table may prepare its own, while stepping).
+func (ex *executor) stepAgent(st *rawsqlite.Stmt) (bool, error) {
+	if ex.timedOut.Load() {
+		return false, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
+	}
+	ex.agentPhase = true
+	row, err := st.Step()
+	ex.agentPhase = false
+	return row, err
+}
+
+// exec runs one of the worker's own statements.
+func (ex *executor) exec(sql string) error { return ex.conn.Exec(sql) }
+
+func (ex *executor) scalarInt(sql string) (int64, error) {
+	var v int64
+	err := ex.each(sql, func(st *rawsqlite.Stmt) error {
+		v = st.ColumnInt64(0)
+		return nil
+	})
+	return v, err
+}
+
+// each runs one of the worker's own queries, with args bound as text, and
+// calls fn for every row.
+func (ex *executor) each(sql string, fn func(*rawsqlite.Stmt) error, args ...string) error {
+	st, _, err := ex.conn.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.New("empty internal statement")
+	}
+	defer st.Finalize()
+	for i, a := range args {
+		if err := st.BindText(i+1, a); err != nil {
+			return err
+		}
+	}
+	for {
+		row, err := st.Step()
+		if err != nil {
+			return err
+		}
+		if !row {
+			return nil
+		}
+		if err := fn(st); err != nil {
+			return err
+		}
+	}
+}

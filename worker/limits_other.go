@@ -1,0 +1,22 @@
+//go:build !linux && !windows
+
+package worker
+
+import (
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+)
+
+var warnOnce sync.Once
+
+// applyOSLimits has no OS limits to set on this platform; SQLite's heap
+// limit and the front's timeout kill still apply.
+func applyOSLimits(_ *ipc.Request, log hclog.Logger) error {
+	warnOnce.Do(func() {
+		log.Warn("no OS resource limits on this platform; relying on SQLite's heap limit and the timeout")
+	})
+	return nil
+}

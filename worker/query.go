@@ -1,0 +1,296 @@
+package worker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
+)
+
+// query runs the agent's one statement under the request's mode.
+func (ex *executor) query() (*ipc.Response, error) {
+	st, _, err := ex.compile(ex.req.SQL)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Finalize()
+	if ex.mode <= policy.Read {
+		return ex.read(st)
+	}
+	if st.Readonly() && st.ColumnCount() > 0 && !ex.auth.Summary().Writes() {
+		// A plain SELECT sent to a writing tool: answer it like read_query
+		// rather than refuse; it changes nothing.
+		return ex.read(st)
+	}
+	if err := ex.refuseVacuum(st); err != nil {
+		return nil, err
+	}
+	return ex.write(st)
+}
+
+// read renders a read-only statement. SQLite's own verdict backs the policy:
+// a statement it does not call read-only is refused here too.
+func (ex *executor) read(st *rawsqlite.Stmt) (*ipc.Response, error) {
+	if !st.Readonly() {
+		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
+	}
+	if ex.mode == policy.Select && st.IsExplain() != 0 {
+		return nil, ipc.NewError(ipc.CodeReadOnly, "only SELECT or WITH ... SELECT statements are allowed")
+	}
+	caps := ex.caps()
+	out := newResult(ex.req.Format, caps, columnNames(st))
+	row := make([]render.Value, st.ColumnCount())
+	for skipped := 0; skipped < caps.Offset; skipped++ {
+		ok, err := ex.stepAgent(st)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+	}
+	var n int64
+	more := false
+	for {
+		ok, err := ex.stepAgent(st)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if int(n) == caps.Limit {
+			more = true
+			break
+		}
+		readRow(st, row)
+		if !out.Add(row) {
+			break
+		}
+		n++
+	}
+	return out.finish(more), nil
+}
+
+// write runs a writing statement in its own transaction, with the UPDATE
+// rowcount guard in write mode.
+func (ex *executor) write(st *rawsqlite.Stmt) (*ipc.Response, error) {
+	var detail map[string]any
+	if ex.mode == policy.Destructive {
+		path, err := ex.snapshot()
+		if err != nil {
+			return nil, err
+		}
+		detail = map[string]any{"snapshot": path}
+	}
+	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+		return nil, err
+	}
+	var triggersBefore map[string]bool
+	if ex.mode == policy.Destructive {
+		var err error
+		if triggersBefore, err = ex.triggers(); err != nil {
+			return nil, err
+		}
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = ex.exec("ROLLBACK")
+		}
+	}()
+
+	// RETURNING rows: SQLite makes every change on the first step, so the
+	// statement is stepped to its end even past the row cap.
+	var returning *result
+	var row []render.Value
+	var returned int64
+	if n := st.ColumnCount(); n > 0 {
+		caps := ex.caps()
+		caps.Limit, caps.Offset = caps.MaxRows, 0
+		returning = newResult("csv", caps, columnNames(st))
+		row = make([]render.Value, n)
+	}
+	more, full := false, false
+	for {
+		ok, err := ex.stepAgent(st)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if returning == nil || full {
+			more = more || returning != nil
+			continue
+		}
+		if int(returned) == ex.req.Caps.MaxRows {
+			more, full = true, true
+			continue
+		}
+		readRow(st, row)
+		if !returning.Add(row) {
+			full = true
+			continue
+		}
+		returned++
+	}
+	sum := ex.auth.Summary()
+	changes := ex.conn.Changes()
+	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
+		return nil, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
+			"this UPDATE would change %d rows, more than --max-update-rows=%d; it was rolled back and nothing changed. Narrow the WHERE clause, update in batches, or use destructive_query for a deliberate bulk update (it snapshots first)",
+			changes, ex.req.Caps.MaxUpdateRows))
+	}
+	if triggersBefore != nil {
+		if err := ex.checkNewTriggers(triggersBefore); err != nil {
+			return nil, err
+		}
+	}
+	if err := ex.exec("COMMIT"); err != nil {
+		return nil, err
+	}
+	committed = true
+
+	var b strings.Builder
+	if sum.Schema {
+		b.WriteString("ok: schema statement executed")
+		changes = 0
+	} else {
+		fmt.Fprintf(&b, "ok: %d rows affected", changes)
+		if sum.Inserts {
+			fmt.Fprintf(&b, " (last_insert_rowid=%d)", ex.conn.LastInsertRowID())
+		}
+	}
+	if ex.mode == policy.Destructive {
+		if p, ok := detail["snapshot"].(string); ok && p != "" {
+			b.WriteString("; snapshot: " + p)
+		} else {
+			b.WriteString("; snapshots are disabled")
+		}
+	}
+	if returning != nil {
+		b.WriteByte('\n')
+		b.WriteString(returning.finish(more).Text)
+	}
+	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
+}
+
+// refuseVacuum covers what the authorizer never sees: VACUUM (and VACUUM
+// INTO, which writes another file) compile without an authorizer callback,
+// so the compiled program itself is inspected for its Vacuum opcode.
+func (ex *executor) refuseVacuum(st *rawsqlite.Stmt) error {
+	found := false
+	err := ex.each("EXPLAIN "+st.SQL(), func(p *rawsqlite.Stmt) error {
+		if p.ColumnText(1) == "Vacuum" {
+			found = true
+		}
+		return nil
+	})
+	if err != nil {
+		// EXPLAIN of a statement that compiled cannot fail but for limits;
+		// refuse rather than run something unchecked.
+		return ipc.NewError(ipc.CodePolicy, "the statement could not be checked: "+err.Error())
+	}
+	if found {
+		return ipc.NewError(ipc.CodePolicy, "VACUUM is not allowed in any tool (VACUUM INTO would write another file)")
+	}
+	return nil
+}
+
+func (ex *executor) caps() render.Caps {
+	c := ex.req.Caps
+	limit := ex.req.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	return render.Caps{Limit: limit, Offset: ex.req.Offset, MaxRows: c.MaxRows, MaxBytes: c.MaxResultBytes, MaxCellChars: c.MaxCellChars}
+}
+
+func columnNames(st *rawsqlite.Stmt) []string {
+	names := make([]string, st.ColumnCount())
+	for i := range names {
+		names[i] = st.ColumnName(i)
+	}
+	return names
+}
+
+// readRow reads the current row with each value's own storage class, so a
+// REAL reads as REAL and a TEXT date stays text.
+func readRow(st *rawsqlite.Stmt, row []render.Value) {
+	for i := range row {
+		switch st.ColumnType(i) {
+		case rawsqlite.TypeInteger:
+			row[i] = render.Value{Kind: render.Integer, Int: st.ColumnInt64(i)}
+		case rawsqlite.TypeFloat:
+			row[i] = render.Value{Kind: render.Real, Real: st.ColumnDouble(i)}
+		case rawsqlite.TypeText:
+			row[i] = render.Value{Kind: render.Text, Text: st.ColumnText(i)}
+		case rawsqlite.TypeBlob:
+			row[i] = render.Value{Kind: render.Blob, BlobLen: st.ColumnBytes(i)}
+		default:
+			row[i] = render.Value{Kind: render.Null}
+		}
+	}
+}
+
+// triggers lists the names of the triggers in the schema.
+func (ex *executor) triggers() (map[string]bool, error) {
+	names := map[string]bool{}
+	err := ex.each("SELECT name FROM sqlite_schema WHERE type = 'trigger'", func(st *rawsqlite.Stmt) error {
+		names[st.ColumnText(0)] = true
+		return nil
+	})
+	return names, err
+}
+
+// checkNewTriggers holds a trigger created by this statement to the policy
+// now rather than when it first fires: SQLite compiles a trigger's body
+// only into the statements that fire it, so statements that would fire it
+// are compiled (never run) under the policy. A body that writes a protected
+// table, attaches or anything else refused makes the CREATE TRIGGER fail.
+func (ex *executor) checkNewTriggers(before map[string]bool) error {
+	type trigger struct{ name, table string }
+	var created []trigger
+	err := ex.each("SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger'", func(st *rawsqlite.Stmt) error {
+		if name := st.ColumnText(0); !before[name] {
+			created = append(created, trigger{name, st.ColumnText(1)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, tr := range created {
+		cols, err := ex.columns(tr.table)
+		if err != nil {
+			return err
+		}
+		// Every column is set, so that UPDATE OF triggers are compiled too.
+		sets := make([]string, len(cols))
+		for i, c := range cols {
+			sets[i] = quoteIdent(c.name) + " = " + quoteIdent(c.name)
+		}
+		table := quoteIdent(tr.table)
+		probes := []string{"INSERT INTO " + table + " DEFAULT VALUES", "DELETE FROM " + table}
+		if len(sets) > 0 {
+			probes = append(probes, "UPDATE "+table+" SET "+strings.Join(sets, ", "))
+		}
+		for _, probe := range probes {
+			ex.auth.Reset()
+			ex.agentPhase = true
+			st, _, _ := ex.conn.Prepare(probe)
+			ex.agentPhase = false
+			if st != nil {
+				st.Finalize()
+			}
+			if err := ex.violation(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

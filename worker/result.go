@@ -1,0 +1,36 @@
+package worker
+
+import (
+	"encoding/json"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
+)
+
+// result is a CSV or JSON renderer behind one face.
+type result struct {
+	csv  *render.CSV
+	json *render.JSON
+}
+
+func newResult(format string, caps render.Caps, columns []string) *result {
+	if format == "json" {
+		return &result{json: render.NewJSON(caps, columns)}
+	}
+	return &result{csv: render.NewCSV(caps, columns)}
+}
+
+func (r *result) Add(row []render.Value) bool {
+	if r.json != nil {
+		return r.json.Add(row)
+	}
+	return r.csv.Add(row)
+}
+
+func (r *result) finish(more bool) *ipc.Response {
+	if r.json != nil {
+		doc := r.json.Finish(more)
+		return &ipc.Response{Text: string(doc), JSON: json.RawMessage(doc), Rows: int64(r.json.Rows())}
+	}
+	return &ipc.Response{Text: string(r.csv.Finish(more)), Rows: int64(r.csv.Rows())}
+}
