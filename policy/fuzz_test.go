@@ -18,6 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzAuthorizeRead
 func FuzzAuthorizeReadMode(f *testing.F) {
 	f.Add("SELECT 1; DELETE FROM notes")
 	f.Add("SELECT * FROM memory_events; DROP TABLE memory_events")
+	f.Add("SELECT 1; PRAGMA user_version = ''")
 	cfg := runConfig{
 		template: templates.full,
 		mode:     Read,

@@ -64,6 +64,8 @@ var fullSchema = []string{
 	`CREATE TRIGGER purge_notes AFTER INSERT ON purge BEGIN DELETE FROM notes WHERE body = NEW.x; END`,
 	`CREATE VIEW recent AS SELECT id, upper(body) AS body FROM notes`,
 	`ANALYZE`,
+	`PRAGMA user_version = 7`,
+	`PRAGMA application_id = 9`,
 }
 
 func TestMain(m *testing.M) {

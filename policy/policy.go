@@ -142,6 +142,7 @@ type Authorizer struct {
 	summary    Summary
 	selectSeen bool            // the statement is a SELECT (or runs one) before any PRAGMA
 	ddlSeen    bool            // an allowed DDL action came first, so SQLite's table upkeep follows
+	pragmaFns  map[string]bool // pragma_* table-valued functions the statement reads
 	newShadow  map[string]bool // shadow tables of a virtual table this statement creates
 }
 
@@ -164,6 +165,7 @@ func (a *Authorizer) Reset() {
 	a.summary = Summary{}
 	a.selectSeen = false
 	a.ddlSeen = false
+	a.pragmaFns = nil
 	a.newShadow = nil
 }
 
@@ -224,7 +226,15 @@ func (a *Authorizer) decide(action int, arg1, arg2, dbName, trigger string) *Vio
 	case ActionSelect:
 		a.selectSeen = true
 		return nil
-	case ActionRead, ActionRecursive:
+	case ActionRead:
+		if n, ok := strings.CutPrefix(strings.ToLower(arg1), "pragma_"); ok {
+			if a.pragmaFns == nil {
+				a.pragmaFns = make(map[string]bool)
+			}
+			a.pragmaFns[n] = true
+		}
+		return nil
+	case ActionRecursive:
 		return nil
 	case ActionFunction:
 		if why, bad := deniedFunctions[strings.ToLower(arg2)]; bad {
@@ -411,7 +421,9 @@ func (a *Authorizer) pragma(name, value string) *Violation {
 	case settingPragmas[n]:
 		return nil
 	case persistentPragmas[n]:
-		if a.selectSeen {
+		// pragma_x reports READ pragma_x while compiling and PRAGMA x
+		// when it runs; a PRAGMA x statement reports only the PRAGMA.
+		if a.pragmaFns[n] {
 			return nil
 		}
 		return a.policy(fmt.Sprintf("PRAGMA %s is not allowed as a statement in any tool (SQLite reports PRAGMA %s='', which changes it, the same way); read it with SELECT * FROM pragma_%s", n, n, n))

@@ -40,13 +40,6 @@ func (c policyCase) want(m Mode) string {
 	return [...]string{c.sel, c.read, c.write, c.destr}[m]
 }
 
-// allModes builds the expectation of a statement refused the same way in
-// every mode (Select always reports READ_ONLY_VIOLATION).
-func everywhere(code, msg string) (string, string, string, string) {
-	w := code + ": " + msg
-	return "RO: " + msg, w, w, w
-}
-
 var policyCases = []policyCase{
 	// Reads.
 	{name: "select", sql: `SELECT * FROM notes`, sel: ok, read: ok, write: ok, destr: ok},
@@ -66,8 +59,8 @@ var policyCases = []policyCase{
 
 	// Disguises.
 	{name: "comment disguise", sql: "/* SELECT */ DELETE FROM notes -- just a select",
-		sel: ro + ": DELETE is not allowed in query_database: " + selectOnly,
-		read: ro + ": DELETE is not allowed in read_query; " + useDestr,
+		sel:   ro + ": DELETE is not allowed in query_database: " + selectOnly,
+		read:  ro + ": DELETE is not allowed in read_query; " + useDestr,
 		write: ro + ": DELETE is not allowed in write_query; " + useDestr, destr: ok,
 		check: `SELECT count(*) = 0 FROM notes`},
 	{name: "casing", sql: `dElEtE fRoM NOTES`, sel: ro, read: ro, write: ro + ": DELETE is not allowed in write_query", destr: ok},
@@ -448,6 +441,20 @@ func TestAuthorizeDirect(t *testing.T) {
 	}
 	if got := a.Authorize(99, "", "", "", ""); got != Deny || a.Violation().Code != CodePolicy {
 		t.Fatalf("unknown action = %d, %v", got, a.Violation())
+	}
+
+	// A persistent setting is readable only through its pragma function:
+	// a SELECT earlier in the same compile is not enough.
+	p := New(Read, Options{})
+	p.Authorize(ActionSelect, "", "", "", "")
+	if got := p.Authorize(ActionPragma, "user_version", "", "", ""); got != Deny {
+		t.Fatal("PRAGMA user_version after an unrelated SELECT was allowed")
+	}
+	p.Reset()
+	p.Authorize(ActionSelect, "", "", "", "")
+	p.Authorize(ActionRead, "pragma_user_version", "user_version", "main", "")
+	if got := p.Authorize(ActionPragma, "user_version", "", "", ""); got != OK {
+		t.Fatalf("pragma_user_version = %d, %v", got, p.Violation())
 	}
 
 	s := New(Select, Options{})

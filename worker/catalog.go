@@ -91,7 +91,7 @@ func (ex *executor) listTables() (*ipc.Response, error) {
 		b = render.AppendRecord(b, []string{o.name, typ, system, rows}, false)
 		n++
 	}
-	b = fmt.Appendf(b, "# %d tables and views", n)
+	b = fmt.Appendf(b, "# %d rows", n)
 	return &ipc.Response{Text: string(b), Rows: n}, nil
 }
 
