@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 
 // session is one running server and its client.
 type session struct {
-	t   *testing.T
+	t   testing.TB
 	c   *client.Client
 	db  string
 	cmd *exec.Cmd
@@ -63,7 +63,7 @@ type session struct {
 
 // start launches the server binary on db with extra flags and initializes
 // an MCP session over its stdio.
-func start(t *testing.T, db string, flags ...string) *session {
+func start(t testing.TB, db string, flags ...string) *session {
 	t.Helper()
 	args := append([]string{"--db", db}, flags...)
 	c, err := client.NewStdioMCPClient(serverBin, os.Environ(), args...)
@@ -133,12 +133,12 @@ func (s *session) fails(tool string, args map[string]any, code string) string {
 func q(sql string) map[string]any { return map[string]any{"query": sql} }
 
 // newDB returns a path for a fresh database in a test folder.
-func newDB(t *testing.T) string {
+func newDB(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "memory.db")
 }
 
 // openDirect opens the file directly, as a person with sqlite3 would.
-func openDirect(t *testing.T, path string) *sql.DB {
+func openDirect(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -150,7 +150,7 @@ func openDirect(t *testing.T, path string) *sql.DB {
 
 // dump is a stable text of every row of the given tables, for before/after
 // comparisons.
-func dump(t *testing.T, path string, tables ...string) string {
+func dump(t testing.TB, path string, tables ...string) string {
 	t.Helper()
 	db := openDirect(t, path)
 	h := sha256.New()
@@ -180,7 +180,7 @@ func dump(t *testing.T, path string, tables ...string) string {
 }
 
 // auditRows counts query_log rows, optionally only failed ones.
-func auditRows(t *testing.T, path string) (all, failed int) {
+func auditRows(t testing.TB, path string) (all, failed int) {
 	t.Helper()
 	db := openDirect(t, path)
 	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE ok = 0) FROM query_log`).Scan(&all, &failed); err != nil {
@@ -190,7 +190,7 @@ func auditRows(t *testing.T, path string) (all, failed int) {
 }
 
 // lastAudit returns the newest audit row's tool, ok flag and error.
-func lastAudit(t *testing.T, path string) (tool string, ok bool, errText string) {
+func lastAudit(t testing.TB, path string) (tool string, ok bool, errText string) {
 	t.Helper()
 	db := openDirect(t, path)
 	var e sql.NullString

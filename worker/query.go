@@ -20,7 +20,10 @@ func (ex *executor) query() (*ipc.Response, error) {
 	if ex.mode <= policy.Read {
 		return ex.read(st)
 	}
-	if st.Readonly() && st.ColumnCount() > 0 && !ex.auth.Summary().Writes() {
+	// What the statement does is read right after it compiles: FTS5 and
+	// R*Tree add their own upkeep actions once it runs.
+	sum := ex.auth.Summary()
+	if st.Readonly() && st.ColumnCount() > 0 && !sum.Writes() {
 		// A plain SELECT sent to a writing tool: answer it like read_query
 		// rather than refuse; it changes nothing.
 		return ex.read(st)
@@ -28,7 +31,7 @@ func (ex *executor) query() (*ipc.Response, error) {
 	if err := ex.refuseVacuum(st); err != nil {
 		return nil, err
 	}
-	return ex.write(st)
+	return ex.write(st, sum)
 }
 
 // read renders a read-only statement. SQLite's own verdict backs the policy:
@@ -77,7 +80,7 @@ func (ex *executor) read(st *rawsqlite.Stmt) (*ipc.Response, error) {
 
 // write runs a writing statement in its own transaction, with the UPDATE
 // rowcount guard in write mode.
-func (ex *executor) write(st *rawsqlite.Stmt) (*ipc.Response, error) {
+func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
 	var detail map[string]any
 	if ex.mode == policy.Destructive {
 		path, err := ex.snapshot()
@@ -138,7 +141,6 @@ func (ex *executor) write(st *rawsqlite.Stmt) (*ipc.Response, error) {
 		}
 		returned++
 	}
-	sum := ex.auth.Summary()
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
 		return nil, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
