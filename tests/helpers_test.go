@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -71,3 +72,5 @@ func findWorker(t *testing.T, s *session) int {
 	}
 	return 0
 }
+
+func sleepBriefly() { time.Sleep(50 * time.Millisecond) }

@@ -46,16 +46,21 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 
 // Execute runs req and always returns a response. It applies the process
 // limits first, so call it only in a process of its own.
-func Execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
+func Execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
+	if err := applyLimits(req, log); err != nil {
+		return ipc.Failure(err)
+	}
+	return execute(req, log)
+}
+
+// execute runs req in this process as it is (tests call it directly).
+func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			resp = ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker hit an internal error; the statement did not complete"))
 		}
 	}()
-	if err := applyLimits(req, log); err != nil {
-		return ipc.Failure(err)
-	}
 	ex, err := open(req, log)
 	if err != nil {
 		return ipc.Failure(err)

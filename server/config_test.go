@@ -1,0 +1,121 @@
+package server
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(*Config) bool
+		err   string
+	}{
+		{"defaults", []string{"--db", "m.db"}, nil, func(c *Config) bool {
+			return c.DB == "m.db" && c.Profile == "memory" && c.QueryTimeout == 10*time.Second && c.DefaultLimit == 100 &&
+				c.MaxRows == 1000 && c.MaxResultBytes == 32768 && c.MaxCellChars == 2000 && c.MaxUpdateRows == 500 &&
+				c.SearchCandidates == 5000 && c.Snapshots == 5 && c.WorkerMemoryMB == 256 && c.MaxGrowthMB == 512 &&
+				c.MaxWorkers == 4 && c.StandbyWorkers == 1 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots"
+		}, ""},
+		{"env", nil, map[string]string{"MCP_SQLITE_DB": "/x/e.db", "MCP_SQLITE_MAX_ROWS": "50", "MCP_SQLITE_DEFAULT_LIMIT": "20"}, func(c *Config) bool {
+			return c.DB == "/x/e.db" && c.MaxRows == 50 && c.DefaultLimit == 20 && c.SnapshotDir == "/x/e.snapshots"
+		}, ""},
+		{"DATABASE_PATH", nil, map[string]string{"DATABASE_PATH": "d.db"}, func(c *Config) bool { return c.DB == "d.db" }, ""},
+		{"MCP_SQLITE_DB wins over DATABASE_PATH", nil, map[string]string{"DATABASE_PATH": "d.db", "MCP_SQLITE_DB": "m.db"}, func(c *Config) bool { return c.DB == "m.db" }, ""},
+		{"flag beats env", []string{"--max-rows", "7", "--default-limit", "7"}, map[string]string{"MCP_SQLITE_MAX_ROWS": "50"}, func(c *Config) bool { return c.MaxRows == 7 }, ""},
+		{"readonly default db", []string{"--profile", "readonly"}, nil, func(c *Config) bool { return c.DB == "shop.db" }, ""},
+		{"fractional timeout", []string{"--query-timeout", "0.5"}, nil, func(c *Config) bool { return c.QueryTimeout == 500*time.Millisecond }, ""},
+		{"verbose short", []string{"-v"}, nil, func(c *Config) bool { return c.Verbose }, ""},
+		{"sandbox off", []string{"--sandbox", "off"}, nil, func(c *Config) bool { return !c.Sandbox }, ""},
+		{"single dash", []string{"-db", "s.db"}, nil, func(c *Config) bool { return c.DB == "s.db" }, ""},
+		{"bad int", []string{"--max-rows", "lots"}, nil, nil, `invalid value "lots" for --max-rows: must be a whole number from 1 to 1000000`},
+		{"bad int says what to type", []string{"--max-rows", "0"}, nil, nil, "Try: --max-rows 1000"},
+		{"bad env", nil, map[string]string{"MCP_SQLITE_SNAPSHOTS": "-1"}, nil, "environment variable MCP_SQLITE_SNAPSHOTS"},
+		{"bad profile", []string{"--profile", "admin"}, nil, nil, "must be memory or readonly"},
+		{"bad sandbox", []string{"--sandbox", "maybe"}, nil, nil, "must be on or off"},
+		{"too little memory", []string{"--worker-memory-mb", "64"}, nil, nil, "from 128"},
+		{"zero timeout", []string{"--query-timeout", "0"}, nil, nil, "from 0.1 to 3600"},
+		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "flag provided but not defined: -dbb"},
+		{"limit above max", []string{"--default-limit", "2000"}, nil, nil, "--default-limit 2000 is larger than --max-rows 1000"},
+		{"standby above max", []string{"--standby-workers", "5", "--max-workers", "2"}, nil, nil, "--standby-workers 5 is larger than --max-workers 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := ParseConfig(tt.args, env(tt.env), io.Discard)
+			if tt.err != "" {
+				if _, ok := err.(*UsageError); !ok || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %v, want a usage error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("config %+v", c)
+			}
+		})
+	}
+}
+
+func TestRequireDB(t *testing.T) {
+	c, _, err := ParseConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequireDB(); err == nil || !strings.Contains(err.Error(), "Try: mcp-sqlite-memory --db") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestUsageMentionsEveryFlag(t *testing.T) {
+	var b strings.Builder
+	PrintUsage(&b)
+	for _, o := range options() {
+		if !strings.Contains(b.String(), "--"+o.flag) {
+			t.Errorf("usage lacks --%s", o.flag)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	a := args{tool: "read_query", m: map[string]any{"query": "SELECT 1", "limit": 5.0, "flag": true, "list": []any{"a", "b"}, "nullish": nil}}
+	tests := []struct {
+		name string
+		run  func() error
+		err  string
+	}{
+		{"str ok", func() error { _, err := a.str("query", true, ""); return err }, ""},
+		{"str missing", func() error { _, err := a.str("nope", true, ""); return err }, "nope is required"},
+		{"str wrong type", func() error { _, err := a.str("limit", true, ""); return err }, "limit must be a string, got a number"},
+		{"null is absent", func() error { _, err := a.str("nullish", true, ""); return err }, "nullish is required"},
+		{"int ok", func() error { _, err := a.int("limit", 1, 1, 10, ""); return err }, ""},
+		{"int range", func() error { _, err := a.int("limit", 1, 1, 4, "page"); return err }, "limit must be an integer from 1 to 4, got 5; page"},
+		{"bool type", func() error { _, err := a.bool("query", false); return err }, "query must be true or false, got a string"},
+		{"strs ok", func() error { _, err := a.strs("list"); return err }, ""},
+		{"strs type", func() error { _, err := a.strs("query"); return err }, "query must be an array of strings"},
+		{"unknown", func() error { return a.only("query", "limit") }, "unknown argument flag, list, nullish; read_query takes query, limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run()
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: ") || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.err)
+			}
+		})
+	}
+}

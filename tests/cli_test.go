@@ -1,0 +1,136 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo runs a whole scripted session")
+	}
+	keep := filepath.Join(t.TempDir(), "demo")
+	out, err := exec.Command(serverBin, "demo", "--keep", keep).CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"== initialize: mcp-sqlite-memory",
+		"-> list_tables",
+		"customers,table,0,200",
+		"READ_ONLY_VIOLATION: DROP TABLE is not allowed in write_query",
+		"MULTIPLE_STATEMENTS: ",
+		"PROTECTED_TABLE: memory_events",
+		"; snapshot: ",
+		"ok: event 1 appended (hash ",
+		"ok: checkpoint 1 written at event 1",
+		"# checkpoint 1 | ",
+		"TIMEOUT: query stopped after 2s",
+		`{"ok": true, "events": 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+	// --keep left a database that verifies offline.
+	if out, err := exec.Command(serverBin, "verify", "--db", filepath.Join(keep, "shop.db")).CombinedOutput(); err != nil {
+		t.Fatalf("verify kept demo db: %v %s", err, out)
+	}
+}
+
+func TestCallCommand(t *testing.T) {
+	db := newDB(t)
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(serverBin, append([]string{"call", "--db", db}, args...)...)
+		out, err := cmd.Output()
+		return string(out), exitCode(err)
+	}
+	if out, code := run("write_query", `{"query":"CREATE TABLE t (a)"}`); code != 0 || out != "ok: schema statement executed\n" {
+		t.Fatalf("write: %d %q", code, out)
+	}
+	if out, code := run("read_query", `{"query":"SELECT count(*) AS n FROM t"}`); code != 0 || out != "n\n0\n# 1 rows\n" {
+		t.Fatalf("read: %d %q", code, out)
+	}
+	if out, code := run("read_query", `{"query":"DELETE FROM t"}`); code != 1 || !strings.HasPrefix(out, "READ_ONLY_VIOLATION: ") {
+		t.Fatalf("refusal: %d %q", code, out)
+	}
+	if _, code := run("read_query", `not json`); code != 2 {
+		t.Fatalf("bad json: exit %d", code)
+	}
+	all, _ := auditRows(t, db)
+	if all != 3 {
+		t.Fatalf("audit rows %d, want 3", all)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--db", "x.db", "--max-rows", "many"}, 2, "Try: --max-rows 1000"},
+		{[]string{"--db", "x.db", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{}, 2, "no database given"},
+		{[]string{"--help"}, 0, "Usage:"},
+		{[]string{"sample-db"}, 2, "sample-db takes one path"},
+		{[]string{"verify"}, 2, "no database given"},
+		{[]string{"restore", "--db", "x.db"}, 2, "restore takes the snapshot file"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(serverBin, tt.args...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "MCP_SQLITE_DB=", "DATABASE_PATH=")
+			out, err := cmd.CombinedOutput()
+			if exitCode(err) != tt.code || !strings.Contains(string(out), tt.want) {
+				t.Fatalf("exit %d, want %d; output %q lacks %q", exitCode(err), tt.code, out, tt.want)
+			}
+		})
+	}
+}
+
+func TestRestore(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "memory.db")
+	s := start(t, db)
+	s.ok("write_query", q("CREATE TABLE t (a)"))
+	s.ok("write_query", q("INSERT INTO t VALUES (1), (2)"))
+	text := s.ok("destructive_query", map[string]any{"query": "DELETE FROM t", "reason": "oops"})
+	snap := text[strings.Index(text, "snapshot: ")+len("snapshot: "):]
+
+	out, err := exec.Command(serverBin, "restore", "--db", db, snap).CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(out), "a server is using") {
+		t.Fatalf("restore under a running server: exit %d: %s", exitCode(err), out)
+	}
+	s.c.Close()
+	// The server exits once its stdin closes; wait for its lock to go.
+	var lastOut []byte
+	for range 100 {
+		lastOut, err = exec.Command(serverBin, "restore", "--db", db, snap).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(string(lastOut), "a server is using") {
+			t.Fatalf("restore: %v %s", err, lastOut)
+		}
+		sleepBriefly()
+	}
+	if err != nil {
+		t.Fatalf("restore after the server stopped: %s", lastOut)
+	}
+	s2 := start(t, db)
+	if got := s2.ok("read_query", q("SELECT count(*) AS n FROM t")); got != "n\n2\n# 1 rows" {
+		t.Fatalf("after restore: %q", got)
+	}
+	if out, err := exec.Command(serverBin, "restore", "--db", db, filepath.Join(dir, "nope.db")).CombinedOutput(); err == nil {
+		t.Fatalf("restore from a missing file: %s", out)
+	}
+}

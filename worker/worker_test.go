@@ -1,0 +1,200 @@
+package worker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// testDB creates a database with a small table and the protected tables'
+// names, the way the front would have bootstrapped them.
+func testDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.db")
+	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite|rawsqlite.Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, sql := range []string{
+		"PRAGMA journal_mode=WAL",
+		"CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL)",
+		"INSERT INTO t (name, score) VALUES ('a', 1.5), ('b', NULL), ('', 2)",
+		"CREATE TABLE memory_events (id INTEGER PRIMARY KEY, content TEXT NOT NULL)",
+		"CREATE TABLE kids (id INTEGER PRIMARY KEY, t_id INTEGER REFERENCES t(id))",
+		"CREATE INDEX kids_t ON kids(t_id)",
+	} {
+		if err := c.Exec(sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	return path
+}
+
+func request(db, op, mode, sql string) *ipc.Request {
+	return &ipc.Request{
+		Version: ipc.Version, Op: op, Mode: mode, DB: db, SQL: sql, Limit: 100,
+		Caps:   ipc.Caps{MaxRows: 1000, MaxResultBytes: 32768, MaxCellChars: 2000, MaxUpdateRows: 2},
+		Limits: ipc.Limits{TimeoutMS: 5000, MaxGrowthMB: 16},
+	}
+}
+
+func TestQuery(t *testing.T) {
+	tests := []struct {
+		name, mode, sql string
+		code, text      string
+	}{
+		{"csv", "read", "SELECT * FROM t ORDER BY id", "", "id,name,score\n1,a,1.5\n2,b,\n3,\"\",2.0\n# 3 rows"},
+		{"empty", "read", "  -- nothing\n", ipc.CodeInvalidArgument, "the query is empty"},
+		{"two statements", "read", "SELECT 1; SELECT 2", ipc.CodeMultipleStatements, "only one statement"},
+		{"trailing semicolons and comment", "read", "SELECT 1 AS x;; -- done", "", "x\n1\n# 1 rows"},
+		{"syntax", "read", "SELEC 1", ipc.CodeSQL, "syntax error"},
+		{"no table", "read", "SELECT * FROM nope", ipc.CodeSQL, "no such table: nope"},
+		{"write in read", "read", "INSERT INTO t (name) VALUES ('x')", ipc.CodeReadOnly, "write_query"},
+		{"reindex in read", "read", "REINDEX", "", ""},
+		{"insert", "write", "INSERT INTO t (name) VALUES ('x')", "", "ok: 1 rows affected (last_insert_rowid=4)"},
+		{"select in write", "write", "SELECT count(*) AS n FROM t", "", "n\n3\n# 1 rows"},
+		{"update guard", "write", "UPDATE t SET score = 0", ipc.CodePolicy, "would change 3 rows, more than --max-update-rows=2"},
+		{"small update", "write", "UPDATE t SET score = 0 WHERE id = 1", "", "ok: 1 rows affected"},
+		{"ddl", "write", "CREATE TABLE u (a)", "", "ok: schema statement executed"},
+		{"protected", "write", "INSERT INTO memory_events (content) VALUES ('x')", ipc.CodeProtected, "memory_events"},
+		{"vacuum", "destructive", "VACUUM", ipc.CodePolicy, "VACUUM"},
+		{"delete", "destructive", "DELETE FROM t WHERE id = 3", "", "ok: 1 rows affected; snapshots are disabled"},
+		{"fk", "write", "INSERT INTO kids (t_id) VALUES (99)", ipc.CodeSQL, "FOREIGN KEY constraint failed"},
+		{"bad mode", "sudo", "SELECT 1", ipc.CodeInvalidArgument, "mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := execute(request(testDB(t), ipc.OpQuery, tt.mode, tt.sql), hclog.NewNullLogger())
+			if tt.code == "" && tt.text == "" {
+				// Refused one way or another, never run: SQLite decides.
+				if resp.OK {
+					t.Fatalf("allowed: %+v", resp)
+				}
+				return
+			}
+			if tt.code != "" {
+				if resp.OK || resp.Code != tt.code || !strings.Contains(resp.Message, tt.text) {
+					t.Fatalf("got %s: %s (ok=%v %q), want %s containing %q", resp.Code, resp.Message, resp.OK, resp.Text, tt.code, tt.text)
+				}
+				return
+			}
+			if !resp.OK || resp.Text != tt.text {
+				t.Fatalf("got %+v, want %q", resp, tt.text)
+			}
+		})
+	}
+}
+
+func TestQueryPagingAndJSON(t *testing.T) {
+	db := testDB(t)
+	req := request(db, ipc.OpQuery, "read", "SELECT id FROM t ORDER BY id")
+	req.Limit, req.Offset = 1, 1
+	resp := execute(req, hclog.NewNullLogger())
+	if want := "id\n2\n# 1 rows, truncated by limit=1 (more rows exist; raise limit up to 1000, use offset=2, or narrow the query)"; resp.Text != want {
+		t.Fatalf("got %q", resp.Text)
+	}
+	req.Format, req.Offset, req.Limit = "json", 0, 2
+	resp = execute(req, hclog.NewNullLogger())
+	if want := `{"columns":["id"],"rows":[[1],[2]],"returnedRows":2,"limit":2,"offset":0,"hasMore":true}`; resp.Text != want || string(resp.JSON) != want {
+		t.Fatalf("got %q", resp.Text)
+	}
+}
+
+func TestSelectModeRefusesExplain(t *testing.T) {
+	req := request(testDB(t), ipc.OpQuery, "select", "EXPLAIN SELECT 1")
+	req.ReadOnlyFile = true
+	if resp := execute(req, hclog.NewNullLogger()); resp.OK || resp.Code != ipc.CodeReadOnly {
+		t.Fatalf("got %+v", resp)
+	}
+}
+
+func TestMissingDatabase(t *testing.T) {
+	resp := execute(request(filepath.Join(t.TempDir(), "none.db"), ipc.OpQuery, "read", "SELECT 1"), hclog.NewNullLogger())
+	if resp.Code != ipc.CodeDatabaseUnavailable {
+		t.Fatalf("got %+v", resp)
+	}
+}
+
+func TestCatalogue(t *testing.T) {
+	db := testDB(t)
+	log := hclog.NewNullLogger()
+	req := request(db, ipc.OpListTables, "read", "")
+	req.Table = &ipc.Table{RowCounts: true}
+	if resp := execute(req, log); resp.Text != "name,type,system,rows\nt,table,0,3\nmemory_events,table,1,0\nkids,table,0,0\n# 3 rows" {
+		t.Fatalf("list_tables: %q", resp.Text)
+	}
+	req = request(db, ipc.OpDescribeTable, "read", "")
+	req.Table = &ipc.Table{Name: "KIDS"}
+	want := "# columns\ncid,name,type,notnull,default,pk\n0,id,INTEGER,0,,1\n1,t_id,INTEGER,0,,0\n\n# foreign_keys\nfrom,to_table,to_column\nt_id,t,id\n\n# indexes\nname,unique,origin,columns\nkids_t,0,c,t_id"
+	if resp := execute(req, log); resp.Text != want {
+		t.Fatalf("describe:\n%s", resp.Text)
+	}
+	req.Table = &ipc.Table{Name: "kids", JSON: true}
+	if resp := execute(req, log); resp.Text != `{"table":"kids","columns":[{"name":"id","type":"INTEGER","nullable":false,"primaryKey":true},{"name":"t_id","type":"INTEGER","nullable":true,"primaryKey":false}],"foreignKeys":[{"column":"t_id","referencesTable":"t","referencesColumn":"id"}]}` {
+		t.Fatalf("describe json: %s", resp.Text)
+	}
+	req.Table = &ipc.Table{Name: "nope", JSON: true}
+	if resp := execute(req, log); resp.Code != ipc.CodeTableNotFound || resp.Message != `Table "nope" does not exist.` {
+		t.Fatalf("not found: %+v", resp)
+	}
+	req = request(db, ipc.OpSchema, "read", "")
+	resp := execute(req, log)
+	if !strings.HasPrefix(resp.Text, "-- 3 objects (1 server objects hidden; include_system=true shows them)\n\nCREATE TABLE t (") || !strings.HasSuffix(resp.Text, "CREATE INDEX kids_t ON kids(t_id);") {
+		t.Fatalf("schema:\n%s", resp.Text)
+	}
+}
+
+func TestCreateView(t *testing.T) {
+	db := testDB(t)
+	log := hclog.NewNullLogger()
+	req := request(db, ipc.OpCreateView, "", "")
+	req.View = &ipc.View{Name: "names", Select: "SELECT name FROM t;", Description: "the\n names "}
+	if resp := execute(req, log); resp.Text != "ok: view names created" {
+		t.Fatalf("create: %+v", resp)
+	}
+	req.View = &ipc.View{Name: "names", Select: "SELECT id FROM t", Replace: true}
+	resp := execute(req, log)
+	if resp.Text != "ok: view names replaced; the previous definition is kept in query_log" || resp.Detail["previous_sql"] != "CREATE VIEW \"names\" AS\n-- description: the names\nSELECT name FROM t" {
+		t.Fatalf("replace: %+v", resp)
+	}
+	req.View = &ipc.View{Name: "w", Select: "DELETE FROM t"}
+	if resp := execute(req, log); resp.OK || resp.Code != ipc.CodeReadOnly {
+		t.Fatalf("writing select: %+v", resp)
+	}
+}
+
+func TestSnapshotRotation(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"m.20260101T000000.000Z.db", "m.20260101T000001.000Z.db", "m.20260101T000002.000Z.db", "m.notes.txt", "other.20260101T000000.000Z.db"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate(dir, "m", 2, &executor{log: hclog.NewNullLogger()})
+	entries, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != "m.20260101T000001.000Z.db m.20260101T000002.000Z.db m.notes.txt other.20260101T000000.000Z.db" {
+		t.Fatalf("left %v", got)
+	}
+}
+
+func TestMainRefusesBadFrames(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := Main(strings.NewReader(`{"v":99,"op":"query","db":"x"}`), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out.String(), `"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), "protocol version 99") {
+		t.Fatalf("got %s", out.String())
+	}
+}
