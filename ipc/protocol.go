@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -183,10 +184,16 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	return &req, nil
 }
 
-// ReadResponse reads and checks one response frame.
+// ReadResponse reads and checks one response frame: one JSON document on
+// one line (JSON escapes every newline inside strings). It returns as soon
+// as the line is complete, without waiting for the worker to exit.
 func ReadResponse(r io.Reader) (*Response, error) {
+	line, err := readFrameLine(bufio.NewReader(io.LimitReader(r, MaxResponseBytes+1)), MaxResponseBytes)
+	if err != nil {
+		return nil, err
+	}
 	var resp Response
-	if err := readFrame(r, MaxResponseBytes, &resp); err != nil {
+	if err := readFrame(bytes.NewReader(line), MaxResponseBytes, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Version != Version {
@@ -196,6 +203,19 @@ func ReadResponse(r io.Reader) (*Response, error) {
 		return nil, fmt.Errorf("worker reported a failure without an error code")
 	}
 	return &resp, nil
+}
+
+// readFrameLine returns the bytes up to the first newline, or up to EOF when
+// there is none; more than max bytes is an error.
+func readFrameLine(br *bufio.Reader, max int64) ([]byte, error) {
+	line, err := br.ReadBytes('\n')
+	if int64(len(line)) > max {
+		return nil, fmt.Errorf("frame larger than %d bytes", max)
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return line, nil
 }
 
 // readFrame decodes exactly one JSON document from at most max bytes of r;

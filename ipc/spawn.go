@@ -44,6 +44,10 @@ type Spawner struct {
 	standby []*process
 	closed  bool
 	filling int
+
+	// reaping counts workers that answered and are being waited for in the
+	// background, so that an answer never waits for a process exit.
+	reaping sync.WaitGroup
 }
 
 // NewSpawner checks cfg and starts the standby workers.
@@ -80,7 +84,7 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 		return Failure(NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error()))
 	}
 	s.refill()
-	return p.run(ctx, req)
+	return p.run(ctx, req, &s.reaping)
 }
 
 // Close kills the standby workers. Running requests finish on their own
@@ -95,6 +99,7 @@ func (s *Spawner) Close() {
 		p.kill()
 		p.wait()
 	}
+	s.reaping.Wait()
 }
 
 // take returns a live standby worker, or starts one.
@@ -216,18 +221,20 @@ type readResult struct {
 	err  error
 }
 
-func (p *process) run(ctx context.Context, req *Request) *Response {
+func (p *process) run(ctx context.Context, req *Request, reaping *sync.WaitGroup) *Response {
 	timeout := time.Duration(req.Limits.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	answered := make(chan readResult, 1)
+	drained := make(chan struct{})
 	go func() {
 		resp, err := ReadResponse(p.stdout)
+		answered <- readResult{resp, err}
 		// Drain what is left so that a chatty worker cannot block on a full
 		// pipe before it exits.
 		_, _ = io.Copy(io.Discard, p.stdout)
-		answered <- readResult{resp, err}
+		close(drained)
 	}()
 	if err := WriteFrame(p.stdin, req); err != nil {
 		// The worker died before reading; its exit tells why below.
@@ -250,6 +257,17 @@ func (p *process) run(ctx context.Context, req *Request) *Response {
 		p.kill()
 		res = <-answered
 	}
+	if killed == "" && res.err == nil {
+		// Answered: the worker is exiting; reap it off the call path.
+		reaping.Add(1)
+		go func() {
+			defer reaping.Done()
+			<-drained
+			_ = p.wait()
+		}()
+		return res.resp
+	}
+	<-drained
 	waitErr := p.wait()
 
 	switch {
@@ -257,13 +275,11 @@ func (p *process) run(ctx context.Context, req *Request) *Response {
 		return Failure(NewError(CodeTimeout, fmt.Sprintf("query stopped after %s (worker killed); narrow the query, add a LIMIT, or raise --query-timeout", seconds(timeout))))
 	case killed == "shutdown":
 		return Failure(NewError(CodeWorkerFailed, "the server is shutting down; the worker was stopped"))
-	case res.err == nil:
-		return res.resp
 	}
 	if p.relay.sawOutOfMemory() {
 		return Failure(NewError(CodeResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))
 	}
-	if errors.Is(res.err, errEmptyFrame) || res.err == io.ErrUnexpectedEOF {
+	if errors.Is(res.err, errEmptyFrame) {
 		return Failure(NewError(CodeWorkerFailed, "the worker exited without an answer ("+exitText(waitErr)+"); the statement may be malformed in a way the worker could not report, try again or simplify it"))
 	}
 	return Failure(NewError(CodeWorkerFailed, "the worker sent an unreadable answer ("+res.err.Error()+"; "+exitText(waitErr)+")"))
