@@ -121,6 +121,11 @@ type Summary struct {
 	Updates bool
 	Deletes bool
 	Schema  bool // DDL, REINDEX or ANALYZE
+	// SettingRead marks a value-less PRAGMA of a setting stored in the file
+	// (journal_mode, user_version, ...). The authorizer cannot tell it from
+	// PRAGMA x = '', which writes, so the caller must allow it only after
+	// checking the compiled program for writes, and run it as a read.
+	SettingRead bool
 }
 
 // PureUpdate reports an UPDATE that is not an upsert and not DDL: the
@@ -426,7 +431,8 @@ func (a *Authorizer) pragma(name, value string) *Violation {
 		if a.pragmaFns[n] {
 			return nil
 		}
-		return a.policy(fmt.Sprintf("PRAGMA %s is not allowed as a statement in any tool (SQLite reports PRAGMA %s='', which changes it, the same way); read it with SELECT * FROM pragma_%s", n, n, n))
+		a.summary.SettingRead = true
+		return nil
 	}
 	return a.policy(fmt.Sprintf("PRAGMA %s is not allowed in any tool; only introspection PRAGMAs (table_info, index_list, ...) and reads of settings are", n))
 }

@@ -19,6 +19,9 @@ const (
 	pv  = "PV"
 	pt  = "PT"
 	sqe = "SQL"
+	// chk: allowed, flagged Summary.SettingRead, not run by the policy
+	// alone: the worker checks the compiled program first.
+	chk = "CHK"
 
 	protectedMsg = "memory_events is managed by the server and is append-only; it cannot be changed through SQL tools"
 	selectOnly   = "only SELECT or WITH ... SELECT statements are allowed"
@@ -163,11 +166,10 @@ var policyCases = []policyCase{
 	// The empty value form of a connection setting only touches this
 	// one-statement connection; the file stays as it was.
 	{name: "pragma query_only empty value", sql: `PRAGMA query_only = ''`, sel: ro, read: ok, write: ok, destr: ok},
-	{name: "pragma user_version statement", sql: `PRAGMA user_version`,
-		sel: ro, read: pv + ": read it with SELECT * FROM pragma_user_version", write: pv, destr: pv},
-	{name: "pragma journal_mode statement", sql: `PRAGMA journal_mode`, sel: ro, read: pv + ": SELECT * FROM pragma_journal_mode", write: pv, destr: pv},
-	{name: "pragma journal_mode empty value", sql: `PRAGMA journal_mode = ''`, sel: ro, read: pv, write: pv, destr: pv},
-	{name: "pragma application_id statement", sql: `PRAGMA main.application_id`, sel: ro, read: pv, write: pv, destr: pv},
+	{name: "pragma user_version statement", sql: `PRAGMA user_version`, sel: ro, read: chk, write: chk, destr: chk},
+	{name: "pragma journal_mode statement", sql: `PRAGMA journal_mode`, sel: ro, read: chk, write: chk, destr: chk},
+	{name: "pragma journal_mode empty value", sql: `PRAGMA journal_mode = ''`, sel: ro, read: chk, write: chk, destr: chk},
+	{name: "pragma application_id statement", sql: `PRAGMA main.application_id`, sel: ro, read: chk, write: chk, destr: chk},
 	{name: "pragma user_version write", sql: `PRAGMA user_version = 5`,
 		sel: ro, read: pv + ": PRAGMA user_version = 5 is not allowed in any tool", write: pv, destr: pv},
 	{name: "pragma journal_mode write", sql: `PRAGMA journal_mode = wal`, sel: ro, read: pv, write: pv, destr: pv},
@@ -299,6 +301,10 @@ func checkCase(t *testing.T, template string, m Mode, opts Options, sql, want, c
 	}
 	code, msg, _ := strings.Cut(want, ": ")
 	switch code {
+	case chk:
+		if out.violation != nil || out.err != nil || !out.summary.SettingRead || out.fileChanged {
+			t.Fatalf("want allowed and flagged SettingRead, got violation %v, error %v, summary %+v, changed %v", out.violation, out.err, out.summary, out.fileChanged)
+		}
 	case ok:
 		if out.violation != nil || out.err != nil {
 			t.Fatalf("want allowed, got violation %v, error %v", out.violation, out.err)
@@ -443,12 +449,12 @@ func TestAuthorizeDirect(t *testing.T) {
 		t.Fatalf("unknown action = %d, %v", got, a.Violation())
 	}
 
-	// A persistent setting is readable only through its pragma function:
-	// a SELECT earlier in the same compile is not enough.
+	// A persistent setting read as a statement is flagged for the
+	// caller's program check; through its pragma function it is not.
 	p := New(Read, Options{})
 	p.Authorize(ActionSelect, "", "", "", "")
-	if got := p.Authorize(ActionPragma, "user_version", "", "", ""); got != Deny {
-		t.Fatal("PRAGMA user_version after an unrelated SELECT was allowed")
+	if got := p.Authorize(ActionPragma, "user_version", "", "", ""); got != OK || !p.Summary().SettingRead {
+		t.Fatal("PRAGMA user_version after an unrelated SELECT was not flagged")
 	}
 	p.Reset()
 	p.Authorize(ActionSelect, "", "", "", "")

@@ -60,9 +60,10 @@ var settingPragmas = map[string]bool{
 // persistentPragmas are settings stored in the database file. Their
 // empty-value form writes it (PRAGMA journal_mode = "" switches WAL to
 // DELETE even under query_only; PRAGMA user_version = "" stores 0), and the
-// authorizer cannot tell it from a read, so they are readable only through
-// their table-valued function, SELECT * FROM pragma_journal_mode, which
-// takes no value.
+// authorizer cannot tell it from a read: it allows them flagged
+// (Summary.SettingRead) and the worker checks the compiled program. Their
+// table-valued functions (SELECT * FROM pragma_journal_mode) take no value
+// and need no check.
 var persistentPragmas = map[string]bool{
 	"application_id": true,
 	"auto_vacuum":    true,

@@ -82,6 +82,9 @@ line2', 1e16, 'x', zeroblob(10))`))
 	if got := s.ok("read_query", q("PRAGMA table_info(t)")); !strings.HasPrefix(got, "cid,name,type,notnull,dflt_value,pk\n0,id,INTEGER,0,,1\n") {
 		t.Fatalf("pragma: %q", got)
 	}
+	if got := s.ok("read_query", q("PRAGMA journal_mode")); got != "journal_mode\nwal\n# 1 rows" {
+		t.Fatalf("setting read: %q", got)
+	}
 	if got := s.ok("read_query", q("EXPLAIN QUERY PLAN SELECT * FROM t WHERE id = 1")); !strings.Contains(got, "SEARCH t USING INTEGER PRIMARY KEY") {
 		t.Fatalf("explain: %q", got)
 	}
@@ -157,6 +160,8 @@ func TestRefusals(t *testing.T) {
 		{"savepoint", "write_query", "SAVEPOINT a", "POLICY_VIOLATION", ""},
 		{"pragma write", "destructive_query", "PRAGMA journal_mode = DELETE", "POLICY_VIOLATION", ""},
 		{"pragma writable_schema", "destructive_query", "PRAGMA writable_schema = 1", "POLICY_VIOLATION", ""},
+		{"pragma empty value", "read_query", "PRAGMA journal_mode = ''", "POLICY_VIOLATION", "setting"},
+		{"pragma empty value destructive", "destructive_query", "PRAGMA user_version = ''", "POLICY_VIOLATION", "setting"},
 		{"unknown pragma", "read_query", "PRAGMA no_such_pragma", "POLICY_VIOLATION", ""},
 		{"temp table", "write_query", "CREATE TEMP TABLE x (a)", "POLICY_VIOLATION", ""},
 		{"temp trigger", "destructive_query", "CREATE TEMP TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END", "POLICY_VIOLATION", ""},

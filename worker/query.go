@@ -17,16 +17,16 @@ func (ex *executor) query() (*ipc.Response, error) {
 		return nil, err
 	}
 	defer st.Finalize()
-	if ex.mode <= policy.Read {
-		return ex.read(st)
-	}
 	// What the statement does is read right after it compiles: FTS5 and
 	// R*Tree add their own upkeep actions once it runs.
 	sum := ex.auth.Summary()
+	if ex.mode <= policy.Read || sum.SettingRead {
+		return ex.read(st, sum)
+	}
 	if st.Readonly() && st.ColumnCount() > 0 && !sum.Writes() {
 		// A plain SELECT sent to a writing tool: answer it like read_query
 		// rather than refuse; it changes nothing.
-		return ex.read(st)
+		return ex.read(st, sum)
 	}
 	if err := ex.refuseVacuum(st); err != nil {
 		return nil, err
@@ -36,8 +36,14 @@ func (ex *executor) query() (*ipc.Response, error) {
 
 // read renders a read-only statement. SQLite's own verdict backs the policy:
 // a statement it does not call read-only is refused here too.
-func (ex *executor) read(st *rawsqlite.Stmt) (*ipc.Response, error) {
-	if !st.Readonly() {
+func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
+	if sum.SettingRead {
+		// PRAGMA journal_mode reads; PRAGMA journal_mode = '' looks the same
+		// to the authorizer but writes: the compiled program tells them apart.
+		if writes, err := ex.programWrites(st); err != nil || writes {
+			return nil, ipc.NewError(ipc.CodePolicy, "this PRAGMA would change a setting stored in the database file, which no tool allows; read it with PRAGMA name (no value) or SELECT * FROM pragma_name")
+		}
+	} else if !st.Readonly() {
 		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
 	}
 	if ex.mode == policy.Select && st.IsExplain() != 0 {
@@ -181,16 +187,37 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
 }
 
+// explain walks the compiled program of st (opcode, p1, p2, p3).
+func (ex *executor) explain(st *rawsqlite.Stmt, fn func(op string, p1, p2, p3 int64)) error {
+	return ex.each("EXPLAIN "+st.SQL(), func(p *rawsqlite.Stmt) error {
+		fn(p.ColumnText(1), p.ColumnInt64(2), p.ColumnInt64(3), p.ColumnInt64(4))
+		return nil
+	})
+}
+
+// programWrites reports whether st's program opens a write transaction,
+// sets a header cookie or changes the journal mode.
+func (ex *executor) programWrites(st *rawsqlite.Stmt) (bool, error) {
+	writes := false
+	err := ex.explain(st, func(op string, _, p2, p3 int64) {
+		switch {
+		case op == "Transaction" && p2 != 0, op == "SetCookie", op == "Vacuum",
+			op == "JournalMode" && p3 != -1:
+			writes = true
+		}
+	})
+	return writes, err
+}
+
 // refuseVacuum covers what the authorizer never sees: VACUUM (and VACUUM
 // INTO, which writes another file) compile without an authorizer callback,
 // so the compiled program itself is inspected for its Vacuum opcode.
 func (ex *executor) refuseVacuum(st *rawsqlite.Stmt) error {
 	found := false
-	err := ex.each("EXPLAIN "+st.SQL(), func(p *rawsqlite.Stmt) error {
-		if p.ColumnText(1) == "Vacuum" {
+	err := ex.explain(st, func(op string, _, _, _ int64) {
+		if op == "Vacuum" {
 			found = true
 		}
-		return nil
 	})
 	if err != nil {
 		// EXPLAIN of a statement that compiled cannot fail but for limits;

@@ -198,3 +198,32 @@ func TestMainRefusesBadFrames(t *testing.T) {
 		t.Fatalf("got %s", out.String())
 	}
 }
+
+func TestSettingReads(t *testing.T) {
+	tests := []struct{ mode, sql, code, text string }{
+		{"read", "PRAGMA journal_mode", "", "journal_mode\nwal\n# 1 rows"},
+		{"read", "PRAGMA user_version", "", "user_version\n0\n# 1 rows"},
+		{"write", "PRAGMA application_id", "", "application_id\n0\n# 1 rows"},
+		{"read", "PRAGMA journal_mode = ''", ipc.CodePolicy, "would change a setting"},
+		{"destructive", "PRAGMA user_version = ''", ipc.CodePolicy, "would change a setting"},
+		{"read", "PRAGMA schema_version = ''", ipc.CodePolicy, "would change a setting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+" "+tt.sql, func(t *testing.T) {
+			db := testDB(t)
+			resp := execute(request(db, ipc.OpQuery, tt.mode, tt.sql), hclog.NewNullLogger())
+			if tt.code != "" {
+				if resp.OK || resp.Code != tt.code || !strings.Contains(resp.Message, tt.text) {
+					t.Fatalf("got %+v", resp)
+				}
+			} else if !resp.OK || resp.Text != tt.text {
+				t.Fatalf("got %+v", resp)
+			}
+			// Whatever happened, the file is still in WAL mode.
+			after := execute(request(db, ipc.OpQuery, "read", "SELECT journal_mode FROM pragma_journal_mode"), hclog.NewNullLogger())
+			if after.Text != "journal_mode\nwal\n# 1 rows" {
+				t.Fatalf("journal mode after: %q", after.Text)
+			}
+		})
+	}
+}
