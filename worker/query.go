@@ -43,11 +43,11 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 		if writes, err := ex.programWrites(st); err != nil || writes {
 			return nil, ipc.NewError(ipc.CodePolicy, "this PRAGMA would change a setting stored in the database file, which no tool allows; read it with PRAGMA name (no value) or SELECT * FROM pragma_name")
 		}
-	} else if !st.Readonly() {
+	} else if !st.Readonly() || (ex.mode == policy.Select && st.IsExplain() != 0) {
+		if ex.mode == policy.Select {
+			return nil, ipc.NewError(ipc.CodeReadOnly, "only SELECT or WITH ... SELECT statements are allowed; this server is read-only")
+		}
 		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
-	}
-	if ex.mode == policy.Select && st.IsExplain() != 0 {
-		return nil, ipc.NewError(ipc.CodeReadOnly, "only SELECT or WITH ... SELECT statements are allowed")
 	}
 	caps := ex.caps()
 	out := newResult(ex.req.Format, caps, columnNames(st))
