@@ -29,6 +29,7 @@ var demoSteps = []demoStep{
 	{"Start of a session: what did earlier sessions leave?", "get_resume_context", nil},
 	{"Discover the tables (system=1 marks the server's own).", "list_tables", nil},
 	{"Look at one table.", "describe_table", map[string]any{"table": "orders"}},
+	{"Find text: SQL narrows the rows, a regular expression matches inside them.", "search_text", map[string]any{"pattern": `\b(linen|train)\b`, "ignore_case": true, "table": "products", "where": "category <> 'Books'"}},
 	{"A join with aggregation, as CSV.", "read_query", map[string]any{"query": `SELECT p.category, count(DISTINCT o.id) AS orders, round(sum(oi.quantity * oi.unit_price), 2) AS revenue
 FROM order_items oi JOIN orders o ON o.id = oi.order_id JOIN products p ON p.id = oi.product_id
 WHERE o.status <> 'cancelled' GROUP BY p.category ORDER BY revenue DESC`, "limit": 5}},

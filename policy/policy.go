@@ -388,6 +388,9 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 			return nil
 		}
 		if action == ActionCreateView {
+			if a.mode == Select {
+				return a.readOnly("CREATE VIEW is not allowed in query_database: " + selectOnlyText)
+			}
 			return a.policy(fmt.Sprintf("CREATE VIEW is not allowed in %s; use create_view (it stores the view with its description)", a.mode.Tool()))
 		}
 	}
@@ -416,7 +419,7 @@ func (a *Authorizer) pragma(name, value string) *Violation {
 	if a.mode == Select && !a.selectSeen {
 		// Inside a SELECT, PRAGMAs come from pragma_* table-valued
 		// functions and FTS5; a PRAGMA statement reports its PRAGMA first.
-		return a.readOnly("PRAGMA " + n + " is not allowed in query_database: only SELECT or WITH ... SELECT statements are allowed")
+		return a.readOnly("PRAGMA " + n + " is not allowed in query_database: " + selectOnlyText)
 	}
 	switch {
 	case introspectionPragmas[n]:
@@ -437,6 +440,9 @@ func (a *Authorizer) pragma(name, value string) *Violation {
 	return a.policy(fmt.Sprintf("PRAGMA %s is not allowed in any tool; only introspection PRAGMAs (table_info, index_list, ...) and reads of settings are", n))
 }
 
+// selectOnlyText ends every refusal in the read-only profile.
+const selectOnlyText = "only SELECT or WITH ... SELECT statements are allowed"
+
 // require refuses what unless the mode is at least need.
 func (a *Authorizer) require(need Mode, what, trigger string) *Violation {
 	if a.mode >= need {
@@ -446,7 +452,7 @@ func (a *Authorizer) require(need Mode, what, trigger string) *Violation {
 		what += fmt.Sprintf(" (in trigger %s)", trigger)
 	}
 	if a.mode == Select {
-		return a.readOnly(what + " is not allowed in query_database: only SELECT or WITH ... SELECT statements are allowed")
+		return a.readOnly(what + " is not allowed in query_database: " + selectOnlyText)
 	}
 	use := "use write_query"
 	if need == Destructive {

@@ -250,7 +250,7 @@ var policyCases = []policyCase{
 	{name: "create index", sql: `CREATE INDEX notes_body ON notes(body)`, sel: ro, read: ro + ": CREATE INDEX is not allowed in read_query", write: ok, destr: ok},
 	{name: "create index on protected", sql: `CREATE INDEX me_ts ON memory_events(ts)`, sel: ro, read: pt, write: pt + ": " + protectedMsg, destr: pt},
 	{name: "create unique index on protected", sql: `CREATE UNIQUE INDEX IF NOT EXISTS ql ON query_log(ts, id)`, sel: ro, read: pt, write: pt, destr: pt},
-	{name: "create view", sql: `CREATE VIEW v AS SELECT 1`, sel: ro + ": use create_view", read: pv + ": CREATE VIEW is not allowed in read_query; use create_view",
+	{name: "create view", sql: `CREATE VIEW v AS SELECT 1`, sel: ro + ": " + selectOnly, read: pv + ": CREATE VIEW is not allowed in read_query; use create_view",
 		write: pv + ": CREATE VIEW is not allowed in write_query; use create_view", destr: pv + ": CREATE VIEW is not allowed in destructive_query; use create_view"},
 	{name: "create view if not exists", sql: `CREATE VIEW IF NOT EXISTS v2 AS SELECT * FROM notes`, sel: ro, read: pv, write: pv, destr: pv},
 	{name: "drop view", sql: `DROP VIEW recent`, sel: ro, read: ro, write: ro + ": DROP VIEW is not allowed in write_query", destr: ok},

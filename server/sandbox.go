@@ -1,14 +1,51 @@
 package server
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
+)
 
 // workerEnv is the environment every worker starts with. The sandbox
-// settings travel here, so that a standby worker can confine itself before
-// its request arrives.
+// allowance travels here, so that a standby worker confines itself before
+// its request arrives; workers refuse requests outside it.
 func (s *Server) workerEnv() []string {
 	env := os.Environ()
 	if s.cfg.Verbose {
 		env = append(env, "MCP_SQLITE_WORKER_LOG_LEVEL=debug")
 	}
-	return env
+	if !s.cfg.Sandbox {
+		return sandbox.WorkerEnv(env, nil)
+	}
+	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly}
+	if !a.ReadOnly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
+		if dir, err := filepath.Abs(s.cfg.SnapshotDir); err == nil {
+			a.SnapshotDir = dir
+		}
+	}
+	// A private folder for SQLite's temporary files (big sorts, statement
+	// journals), so that the workers need no right on the shared /tmp. It
+	// holds no names for long: SQLite unlinks each file as it creates it.
+	if dir, err := os.MkdirTemp("", "mcp-sqlite-memory-tmp-"); err != nil {
+		s.log.Warn("no private temporary folder for workers; big sorts may fail inside the sandbox", "error", err)
+	} else {
+		a.TempDir = dir
+		s.closers = append(s.closers, removeDir(dir))
+	}
+	// Said once here, not by every worker: the kernel is the same.
+	if abi, err := sandbox.Supported(); err != nil && runtime.GOOS == "linux" {
+		s.log.Warn(err.Error() + "; workers run with no_new_privs and resource limits only")
+	} else if err != nil {
+		s.log.Debug(err.Error())
+	} else {
+		s.log.Debug("workers confine themselves with Landlock", "abi", abi, "db", a.DB, "snapshot_dir", a.SnapshotDir, "temp_dir", a.TempDir, "read_only", a.ReadOnly)
+	}
+	return sandbox.WorkerEnv(env, &a)
 }
+
+// removeDir removes the workers' temporary folder when the server closes.
+type removeDir string
+
+func (d removeDir) Close() error { return os.RemoveAll(string(d)) }

@@ -382,8 +382,12 @@ func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error)
 	}
 	var sr ipc.Search
 	var err error
-	if sr.Pattern, err = a.str("pattern", true, ""); err != nil {
+	// A pattern of white space is a real search; only "" is empty.
+	if sr.Pattern, err = a.str("pattern", false, ""); err != nil {
 		return outcome{}, err
+	}
+	if sr.Pattern == "" {
+		return outcome{}, invalid("pattern is required: pass a regular expression, or literal text with fixed_strings=true")
 	}
 	if sr.Table, err = a.str("table", true, ""); err != nil {
 		return outcome{}, err

@@ -151,7 +151,8 @@ func (ex *executor) columns(table string) ([]column, error) {
 
 func (ex *executor) foreignKeys(table string) ([]foreignKey, error) {
 	var fks []foreignKey
-	err := ex.each("SELECT \"from\", \"table\", coalesce(\"to\", '') FROM pragma_foreign_key_list(?1) ORDER BY id, seq", func(st *rawsqlite.Stmt) error {
+	// SQLite numbers foreign keys last-declared first.
+	err := ex.each("SELECT \"from\", \"table\", coalesce(\"to\", '') FROM pragma_foreign_key_list(?1) ORDER BY id DESC, seq", func(st *rawsqlite.Stmt) error {
 		fks = append(fks, foreignKey{st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)})
 		return nil
 	}, table)

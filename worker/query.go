@@ -52,18 +52,19 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 	caps := ex.caps()
 	out := newResult(ex.req.Format, caps, columnNames(st))
 	row := make([]render.Value, st.ColumnCount())
-	for skipped := 0; skipped < caps.Offset; skipped++ {
+	// Rows before the offset are stepped over. A statement that has run
+	// out must not be stepped again: SQLite would start it over.
+	done := false
+	for skipped := 0; skipped < caps.Offset && !done; skipped++ {
 		ok, err := ex.stepAgent(st)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			break
-		}
+		done = !ok
 	}
 	var n int64
 	more := false
-	for {
+	for !done {
 		ok, err := ex.stepAgent(st)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,9 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
+	if err == nil {
+		err = admit(req, log)
+	}
 	var resp *ipc.Response
 	if err != nil {
 		resp = ipc.Failure(err)

@@ -227,3 +227,22 @@ func TestSettingReads(t *testing.T) {
 		})
 	}
 }
+
+func TestOffsetPastTheEnd(t *testing.T) {
+	for _, format := range []string{"csv", "json"} {
+		req := request(testDB(t), ipc.OpQuery, "read", "SELECT id FROM t ORDER BY id")
+		req.Format, req.Offset, req.Limit = format, 3, 2
+		resp := execute(req, hclog.NewNullLogger())
+		want := "id\n# 0 rows"
+		if format == "json" {
+			want = `{"columns":["id"],"rows":[],"returnedRows":0,"limit":2,"offset":3,"hasMore":false}`
+		}
+		if resp.Text != want {
+			t.Fatalf("%s: got %q", format, resp.Text)
+		}
+		req.Offset = 50
+		if resp := execute(req, hclog.NewNullLogger()); resp.Rows != 0 {
+			t.Fatalf("%s: offset 50 returned %q", format, resp.Text)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package search holds the pure parts of search_text (SPEC 3 and 5.2): it
+// checks the agent's identifiers against the catalogue, chooses the default
+// columns, builds the candidate SELECT, compiles the pattern and builds
+// snippets and the totals trailer. It needs no SQLite; the worker runs the
+// statement it builds, under the read policy, and feeds the values here.
+//
+//	re, err := search.Compile(pattern, ignoreCase, fixedStrings)
+//	plan, err := search.NewPlan(obj, columns, keyColumn, where, candidateCap)
+//	// compile plan.SQL under the policy, check search.CheckWhere(where) and
+//	// the column count, step at most candidateCap+1 rows, then per value:
+//	if loc := re.FindStringIndex(v); loc != nil {
+//		snippet := search.Snippet(v, loc[0], loc[1], contextChars)
+//	}
+//
+// # Decisions where the spec is silent
+//
+//   - Names match the catalogue case-insensitively, as SQLite does, and the
+//     stored spelling is what the SQL quotes and the output shows.
+//   - A table's default key is the rowid, spelled rowid, _rowid_ or oid,
+//     whichever no real column shadows. Views and WITHOUT ROWID tables have
+//     no rowid, so they need key_column. On a rowid table key_column may
+//     name rowid (or _rowid_, oid) explicitly.
+//   - The where text must keep to itself: outside strings, quoted names and
+//     comments its parentheses balance and never close the one the SQL puts
+//     around it, and it may not end inside a string or a block comment.
+//     Otherwise "1) UNION SELECT ..." could change what the statement reads.
+//   - The snippet counts context in characters (runes) of the stored value,
+//     never splitting a UTF-8 sequence; an invalid byte counts as one. A
+//     line feed shows as the two characters \n and a carriage return as \r
+//     (so CRLF reads \r\n); other characters, backslashes included, are
+//     shown as they are.
+//   - INTEGER and REAL values are searched in the form read_query prints
+//     them; NULL and BLOB values are skipped.
+//   - A pattern that can match the empty string (a*) matches every value,
+//     as RE2 says; the snippet then starts at the value's beginning.
+package search
