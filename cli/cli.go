@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -112,6 +113,17 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
 	}
 	log := newLogger(env, cfg.Verbose)
+	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
+		// For profiling the front (see README, Performance).
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	s, err := server.New(ctx, cfg, log)

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"syscall"
@@ -12,19 +13,22 @@ import (
 // platformHandle is the Job Object that holds one worker.
 type platformHandle struct{ job windows.Handle }
 
+// prepareCommand creates the worker suspended: it runs no instruction
+// before attachLimits has put it in its Job Object and resumed it.
 func prepareCommand(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED}
 }
 
-// attachLimits puts the worker in a Job Object that caps its memory, allows
-// no child processes and no breakaway, and kills it when the front's handle
-// closes (also when the front dies). The worker does nothing before it reads
-// its request, which the front writes only after this returns.
+// attachLimits puts the suspended worker in a Job Object that caps its
+// memory, allows no child processes and no breakaway, and kills it when the
+// front's handle closes (also when the front dies); then it resumes it. On
+// failure the caller kills the still-suspended process.
 func attachLimits(cmd *exec.Cmd, memoryMB int) (platformHandle, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return platformHandle{}, fmt.Errorf("create job object: %w", err)
 	}
+	// No JOB_OBJECT_LIMIT_BREAKAWAY_OK: nothing started inside may leave.
 	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
 		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
 			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE |
@@ -42,7 +46,8 @@ func attachLimits(cmd *exec.Cmd, memoryMB int) (platformHandle, error) {
 		windows.CloseHandle(job)
 		return platformHandle{}, fmt.Errorf("set job limits: %w", err)
 	}
-	proc, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	pid := uint32(cmd.Process.Pid)
+	proc, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, pid)
 	if err != nil {
 		windows.CloseHandle(job)
 		return platformHandle{}, fmt.Errorf("open worker process: %w", err)
@@ -52,7 +57,47 @@ func attachLimits(cmd *exec.Cmd, memoryMB int) (platformHandle, error) {
 		windows.CloseHandle(job)
 		return platformHandle{}, fmt.Errorf("assign worker to job: %w", err)
 	}
+	if err := resumeProcess(pid); err != nil {
+		_ = windows.TerminateJobObject(job, 1)
+		windows.CloseHandle(job)
+		return platformHandle{}, fmt.Errorf("resume worker: %w", err)
+	}
 	return platformHandle{job: job}, nil
+}
+
+// resumeProcess resumes the threads of a process created suspended (its
+// main thread: os/exec closes the thread handle CreateProcess returned, so
+// the thread is found by a snapshot of the system's threads).
+func resumeProcess(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return fmt.Errorf("thread snapshot: %w", err)
+	}
+	defer windows.CloseHandle(snap)
+	entry := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := 0
+	for err = windows.Thread32First(snap, &entry); err == nil; err = windows.Thread32Next(snap, &entry) {
+		if entry.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, entry.ThreadID)
+		if err != nil {
+			return fmt.Errorf("open thread %d: %w", entry.ThreadID, err)
+		}
+		_, err = windows.ResumeThread(th)
+		windows.CloseHandle(th)
+		if err != nil {
+			return fmt.Errorf("resume thread %d: %w", entry.ThreadID, err)
+		}
+		resumed++
+	}
+	if !errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+		return fmt.Errorf("walk threads: %w", err)
+	}
+	if resumed == 0 {
+		return fmt.Errorf("no thread of process %d found", pid)
+	}
+	return nil
 }
 
 func releaseLimits(h platformHandle) {

@@ -114,7 +114,10 @@ type Search struct {
 	CandidateCap int      `json:"candidate_cap"`
 }
 
-// Response is a worker's one answer.
+// Response is a worker's one answer. On the wire it is one JSON line (the
+// header) followed by TextBytes raw bytes of Text: a large CSV result then
+// crosses the pipe without JSON escaping on one side and unescaping on the
+// other.
 type Response struct {
 	Version int  `json:"v"`
 	OK      bool `json:"ok"`
@@ -122,10 +125,13 @@ type Response struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Text is the result an agent reads (CSV, result line, SQL text).
-	Text string `json:"text,omitempty"`
+	Text string `json:"-"`
 	// JSON is the structured result of the readonly profile's tools and of
 	// format="json"; Text then holds the same document.
-	JSON json.RawMessage `json:"json,omitempty"`
+	JSON json.RawMessage `json:"-"`
+	// TextBytes and TextIsJSON describe the payload after the header line.
+	TextBytes  int  `json:"text_bytes,omitempty"`
+	TextIsJSON bool `json:"text_is_json,omitempty"`
 	// Rows is the number of rows returned or affected, for the audit log.
 	Rows int64 `json:"rows"`
 	// Detail goes into the audit row (snapshot path, previous view SQL, ...).
@@ -184,16 +190,37 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	return &req, nil
 }
 
-// ReadResponse reads and checks one response frame: one JSON document on
-// one line (JSON escapes every newline inside strings). It returns as soon
-// as the line is complete, without waiting for the worker to exit.
+// WriteResponse writes resp as its header line and raw payload.
+func WriteResponse(w io.Writer, resp *Response) error {
+	header := *resp
+	header.TextBytes = len(resp.Text)
+	header.TextIsJSON = resp.JSON != nil
+	var buf bytes.Buffer
+	buf.Grow(256 + len(resp.Text))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&header); err != nil {
+		return err
+	}
+	buf.WriteString(resp.Text)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// maxHeaderBytes bounds a response's header line: codes, messages, detail.
+const maxHeaderBytes = 1 << 20
+
+// ReadResponse reads and checks one response: the header line, then its
+// payload. It returns as soon as both are in, without waiting for the
+// worker to exit.
 func ReadResponse(r io.Reader) (*Response, error) {
-	line, err := readFrameLine(bufio.NewReader(io.LimitReader(r, MaxResponseBytes+1)), MaxResponseBytes)
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, err := readFrameLine(br, maxHeaderBytes)
 	if err != nil {
 		return nil, err
 	}
 	var resp Response
-	if err := readFrame(bytes.NewReader(line), MaxResponseBytes, &resp); err != nil {
+	if err := readFrame(bytes.NewReader(line), maxHeaderBytes, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Version != Version {
@@ -202,20 +229,42 @@ func ReadResponse(r io.Reader) (*Response, error) {
 	if !resp.OK && resp.Code == "" {
 		return nil, fmt.Errorf("worker reported a failure without an error code")
 	}
+	if resp.TextBytes < 0 || int64(resp.TextBytes) > MaxResponseBytes {
+		return nil, fmt.Errorf("frame larger than %d bytes", MaxResponseBytes)
+	}
+	if resp.TextBytes > 0 {
+		payload := make([]byte, resp.TextBytes)
+		if _, err := io.ReadFull(br, payload); err != nil {
+			return nil, fmt.Errorf("payload cut short: %w", err)
+		}
+		resp.Text = string(payload)
+		if resp.TextIsJSON {
+			resp.JSON = payload
+		}
+	}
 	return &resp, nil
 }
 
-// readFrameLine returns the bytes up to the first newline, or up to EOF when
-// there is none; more than max bytes is an error.
+// readFrameLine returns the bytes up to and including the first newline,
+// or up to EOF when there is none; a line longer than max is an error. It
+// reads nothing past the newline.
 func readFrameLine(br *bufio.Reader, max int64) ([]byte, error) {
-	line, err := br.ReadBytes('\n')
-	if int64(len(line)) > max {
-		return nil, fmt.Errorf("frame larger than %d bytes", max)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > max {
+			return nil, fmt.Errorf("frame larger than %d bytes", max)
+		}
+		line = append(line, chunk...)
+		switch err {
+		case nil, io.EOF:
+			return line, nil
+		case bufio.ErrBufferFull:
+			continue
+		default:
+			return nil, err
+		}
 	}
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	return line, nil
 }
 
 // readFrame decodes exactly one JSON document from at most max bytes of r;

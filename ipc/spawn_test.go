@@ -27,12 +27,12 @@ func TestMain(m *testing.M) {
 func helperWorker(mode string) int {
 	req, err := ReadRequest(os.Stdin)
 	if err != nil {
-		_ = WriteFrame(os.Stdout, Failure(err))
+		_ = WriteResponse(os.Stdout, Failure(err))
 		return 0
 	}
 	switch mode {
 	case "echo":
-		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: true, Text: "echo: " + req.SQL, Rows: 1})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "echo: " + req.SQL, Rows: 1})
 	case "hang":
 		time.Sleep(time.Hour)
 	case "crash":
@@ -44,22 +44,20 @@ func helperWorker(mode string) int {
 	case "garbage":
 		fmt.Fprint(os.Stdout, "this is not json\x00\x01")
 	case "huge":
-		MaxResponseBytes = 1 << 20
-		chunk := strings.Repeat("x", 1<<20)
-		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"text":"`)
-		for range (MaxResponseBytes >> 20) + 2 {
-			fmt.Fprint(os.Stdout, chunk)
-		}
-		fmt.Fprint(os.Stdout, `"}`)
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: strings.Repeat("x", 2<<20)})
+	case "hugeheader":
+		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"message":"`+strings.Repeat("x", 2<<20)+`"}`+"\n")
+	case "short":
+		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"text_bytes":100}`+"\nonly this")
 	case "version":
-		_ = WriteFrame(os.Stdout, &Response{Version: Version + 1, OK: true, Text: "from the future"})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version + 1, OK: true, Text: "from the future"})
 	case "nocode":
-		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: false, Message: "oops"})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: false, Message: "oops"})
 	case "silent":
 		return 0
 	case "logs":
 		hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true}).Info("hello from the worker", "n", 3)
-		_ = WriteFrame(os.Stdout, &Response{Version: Version, OK: true, Text: "ok"})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "ok"})
 	}
 	return 0
 }
@@ -99,6 +97,8 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 		{"oom", CodeResourceLimit, "out of memory"},
 		{"garbage", CodeWorkerFailed, "unreadable answer"},
 		{"huge", CodeWorkerFailed, "larger than"},
+		{"hugeheader", CodeWorkerFailed, "larger than"},
+		{"short", CodeWorkerFailed, "payload cut short"},
 		{"version", CodeWorkerFailed, "protocol version"},
 		{"nocode", CodeWorkerFailed, "without an error code"},
 		{"silent", CodeWorkerFailed, "exited without an answer"},
@@ -187,7 +187,7 @@ func TestReadRequest(t *testing.T) {
 func TestErrorCodeSurvivesResponse(t *testing.T) {
 	resp := Failure(NewError(CodeProtected, "memory_events is managed by the server"))
 	r, w := io.Pipe()
-	go func() { _ = WriteFrame(w, resp); w.Close() }()
+	go func() { _ = WriteResponse(w, resp); w.Close() }()
 	got, err := ReadResponse(r)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,15 @@
 package tests
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,4 +64,120 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.95), "p95-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkCSVExport100k exports 100,000 rows x 5 columns through
+// read_query (caps raised) and, in the same run, with `sqlite3 -csv` on
+// the same file; it reports both and their ratio. The export is timed from
+// the JSON-RPC request written to the server's stdin until the last byte
+// of its response is read: the host's own JSON parsing is not the
+// server's cost, so this client reads raw lines.
+func BenchmarkCSVExport100k(b *testing.B) {
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		b.Skip("sqlite3 CLI not installed (.ci/run installs it)")
+	}
+	db := filepath.Join(b.TempDir(), "export.db")
+	flags := []string{"--max-rows", "100000", "--default-limit", "100000", "--max-result-bytes", "1073741824", "--query-timeout", "60"}
+	s := start(b, db, flags...)
+	s.ok("write_query", q("CREATE TABLE wide (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
+	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) INSERT INTO wide SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note, with \"quotes\" ' || x END FROM c"))
+	const query = "SELECT id, name, price, qty, note FROM wide ORDER BY id"
+	raw := startRaw(b, db, flags...)
+	var ours, theirs time.Duration
+	for i := range b.N {
+		start := time.Now()
+		line := raw.call(i+2, "read_query", map[string]any{"query": query, "limit": 100000})
+		ours += time.Since(start)
+		if !strings.Contains(line, `# 100000 rows"`) || strings.Contains(line, `"isError":true`) {
+			b.Fatalf("export: %.300s", line)
+		}
+		start = time.Now()
+		out, err := exec.Command(sqlite3, "-csv", "-header", db, query).Output()
+		theirs += time.Since(start)
+		if err != nil || len(out) < 1_000_000 {
+			b.Fatalf("sqlite3: %v (%d bytes)", err, len(out))
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ours.Milliseconds())/n, "ms/export")
+	b.ReportMetric(float64(theirs.Milliseconds())/n, "sqlite3-ms/export")
+	b.ReportMetric(float64(ours)/float64(theirs), "ratio")
+}
+
+// rawClient speaks JSON-RPC lines to a server process without decoding
+// the answers.
+type rawClient struct {
+	tb  testing.TB
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startRaw(tb testing.TB, db string, flags ...string) *rawClient {
+	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	c := &rawClient{tb: tb, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	c.read()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+func (c *rawClient) send(line string) {
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+func (c *rawClient) read() string {
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	return line
+}
+
+func (c *rawClient) call(id int, tool string, args map[string]any) string {
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	c.send(string(req))
+	return c.read()
+}
+
+// BenchmarkFrontMemory makes b.N calls (at least 1,000) and reports the
+// front process's resident memory before and after: it must not grow with
+// the number of calls.
+func BenchmarkFrontMemory(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("reads /proc")
+	}
+	db := filepath.Join(b.TempDir(), "mem.db")
+	s := start(b, db)
+	pid := serverPID(db)
+	if pid == 0 {
+		b.Fatal("server process not found")
+	}
+	calls := max(b.N, 1000)
+	warm := calls / 10
+	var before int64
+	for i := range calls {
+		if i == warm {
+			before = rssKB(pid)
+		}
+		s.ok("read_query", q("SELECT 1"))
+	}
+	after := rssKB(pid)
+	b.ReportMetric(float64(before), "rss-kB-before")
+	b.ReportMetric(float64(after), "rss-kB-after")
+	b.ReportMetric(float64(after-before)*1000/float64(calls-warm), "rss-kB-per-1k-calls")
 }

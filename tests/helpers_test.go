@@ -74,3 +74,33 @@ func findWorker(t *testing.T, s *session) int {
 }
 
 func sleepBriefly() { time.Sleep(50 * time.Millisecond) }
+
+// serverPID finds the server process serving db (Linux).
+func serverPID(db string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if args, _ := procArgs(pid); len(args) >= 3 && args[0] == serverBin && args[1] == "--db" && args[2] == db {
+			return pid
+		}
+	}
+	return 0
+}
+
+// rssKB is a process's resident set size in kB (Linux).
+func rssKB(pid int) int64 {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb
+		}
+	}
+	return -1
+}

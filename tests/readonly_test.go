@@ -810,8 +810,10 @@ func TestReadonlyWorkerOpenIsReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("worker: %v", err)
 		}
+		// The response is a JSON header line, then the raw result text.
+		header, _, _ := bytes.Cut(out, []byte("\n"))
 		var resp map[string]any
-		if err := json.Unmarshal(out, &resp); err != nil {
+		if err := json.Unmarshal(header, &resp); err != nil {
 			t.Fatalf("worker response %q: %v", out, err)
 		}
 		return resp

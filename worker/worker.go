@@ -26,7 +26,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	})
 	if err := startSandbox(log); err != nil {
 		// Refuse to run unconfined when confinement was asked for.
-		_ = ipc.WriteFrame(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
+		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
@@ -40,7 +40,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		resp = Execute(req, log)
 	}
 	resp.Version = ipc.Version
-	if err := ipc.WriteFrame(stdout, resp); err != nil {
+	if err := ipc.WriteResponse(stdout, resp); err != nil {
 		log.Error("writing the response failed", "error", err)
 		return 1
 	}
