@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -123,6 +124,15 @@ func serve(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if path := env.Getenv("MCP_SQLITE_MEMPROFILE"); path != "" {
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				runtime.GC()
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}()
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
