@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,9 +171,10 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 		t.Fatal(err)
 	}
 	a := New(mode, opts)
-	install(t, conn, a)
+	var running atomic.Bool
+	install(t, conn, a, &running)
 
-	out.err = prepareAndRun(ctx, conn, a, query, &out.summary)
+	out.err = prepareAndRun(ctx, conn, a, query, &out.summary, &running)
 	out.violation = a.Violation()
 	conn.Close()
 	if err := db.Close(); err != nil {
@@ -193,9 +195,10 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 	return out
 }
 
-func prepareAndRun(ctx context.Context, conn *sql.Conn, a *Authorizer, query string, sum *Summary) error {
+func prepareAndRun(ctx context.Context, conn *sql.Conn, a *Authorizer, query string, sum *Summary, running *atomic.Bool) error {
 	stmt, err := conn.PrepareContext(ctx, query)
 	*sum = a.Summary()
+	running.Store(true)
 	if err != nil {
 		return err
 	}
@@ -218,7 +221,11 @@ func prepareAndRun(ctx context.Context, conn *sql.Conn, a *Authorizer, query str
 	return rows.Close()
 }
 
-func install(t testing.TB, conn *sql.Conn, a *Authorizer) {
+// install puts a on conn. A statement the policy flags SettingRead while the
+// driver is already running (the second statement of a multi-statement
+// string, which the worker refuses before anything runs) is denied: the
+// worker runs such statements only after its program check.
+func install(t testing.TB, conn *sql.Conn, a *Authorizer, running *atomic.Bool) {
 	t.Helper()
 	err := conn.Raw(func(dc any) error {
 		r, ok := dc.(sqlite.AuthorizerRegisterer)
@@ -226,7 +233,12 @@ func install(t testing.TB, conn *sql.Conn, a *Authorizer) {
 			return fmt.Errorf("driver connection %T has no authorizer", dc)
 		}
 		return r.RegisterAuthorizer(func(ac sqlite.AuthorizerActionCode, a1, a2, db, trig string) sqlite.AuthorizerReturnCode {
-			return sqlite.AuthorizerReturnCode(a.Authorize(int(ac), a1, a2, db, trig))
+			flagged := a.Summary().SettingRead
+			rc := a.Authorize(int(ac), a1, a2, db, trig)
+			if running.Load() && !flagged && a.Summary().SettingRead {
+				return sqlite.AuthorizerDeny
+			}
+			return sqlite.AuthorizerReturnCode(rc)
 		})
 	})
 	if err != nil {

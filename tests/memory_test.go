@@ -18,7 +18,12 @@ func referenceDB(t *testing.T) string {
 	src := filepath.Join("..", "..", "shared", "testdata", "reference-memory.db")
 	in, err := os.Open(src)
 	if err != nil {
-		t.Fatalf("the reference database ships in ../shared/testdata: %v", err)
+		// Outside the workspace (a clone on its own) the shared data is
+		// absent; .ci/run sets MCP_SQLITE_REQUIRE_SHARED=1 so it must be there.
+		if os.Getenv("MCP_SQLITE_REQUIRE_SHARED") == "1" {
+			t.Fatalf("the reference database ships in ../shared/testdata: %v", err)
+		}
+		t.Skipf("../shared/testdata is not here: %v", err)
 	}
 	defer in.Close()
 	dst := filepath.Join(t.TempDir(), "reference.db")

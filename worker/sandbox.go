@@ -67,6 +67,9 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		sandboxState, st = next, next
 	}
 	if st.Allowance == nil {
+		if !st.Off {
+			log.Debug("no sandbox asked for (no allowance in the environment, none in the request): this worker runs unconfined")
+		}
 		return nil
 	}
 	if err := st.Allowance.Permits(req.DB, req.ReadOnlyFile, snapDir); err != nil {

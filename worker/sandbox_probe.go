@@ -4,9 +4,14 @@ package worker
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
@@ -42,7 +47,7 @@ func init() {
 			Outcomes []probeOutcome `json:"outcomes"`
 		}{Confined: st.Allowance != nil, Report: st.Report}
 		for _, a := range attempts {
-			out.Outcomes = append(out.Outcomes, probeOutcome{a, probeTry(a)})
+			out.Outcomes = append(out.Outcomes, probeOutcome{a, probeAllThreads(a)})
 		}
 		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 			return 2
@@ -51,6 +56,37 @@ func init() {
 	}
 }
 
+// probeAllThreads makes the attempt on this thread and on fresh OS threads
+// at once: Landlock holds per thread, so one unconfined thread would be a
+// hole. It reports the outcome, or the disagreement.
+func probeAllThreads(a probeAttempt) string {
+	const threads = 4
+	want := probeTry(a)
+	results := make(chan string, threads)
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Locked goroutines hold their threads, so each attempt below
+			// runs on a thread of its own.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			results <- probeTry(a)
+			time.Sleep(50 * time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r != want {
+			return "threads disagree: " + want + " / " + r
+		}
+	}
+	return want
+}
+
+// probeTry returns "ok", "denied" (EACCES or EPERM) or the error text.
 func probeTry(a probeAttempt) string {
 	var err error
 	switch a.Op {
@@ -59,14 +95,14 @@ func probeTry(a probeAttempt) string {
 	case "write":
 		var f *os.File
 		if f, err = os.OpenFile(a.Target, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-			_, err = f.WriteString("")
 			f.Close()
 		}
 	case "create":
+		// A fresh name per attempt: the threads try at the same time.
 		var f *os.File
-		if f, err = os.OpenFile(a.Target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if f, err = os.CreateTemp(filepath.Dir(a.Target), filepath.Base(a.Target)+"-*"); err == nil {
 			f.Close()
-			os.Remove(a.Target)
+			os.Remove(f.Name())
 		}
 	case "exec":
 		err = exec.Command(a.Target).Run()
@@ -78,8 +114,11 @@ func probeTry(a probeAttempt) string {
 	default:
 		return "unknown op"
 	}
-	if err != nil {
-		return err.Error()
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, fs.ErrPermission):
+		return "denied"
 	}
-	return "ok"
+	return err.Error()
 }

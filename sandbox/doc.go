@@ -1,0 +1,22 @@
+// Package sandbox confines a worker process to its database before it runs
+// any SQL: on Linux with no_new_privs and Landlock (files and, where the
+// kernel offers it, TCP), elsewhere not at all, with a report that says so.
+//
+// # Allowance
+//
+// An [Allowance] names what a confined worker may touch: the database file
+// (read-write, or read-only in the readonly profile), its -wal, -shm and
+// -journal files, and the snapshot folder. The front encodes it into the
+// worker's environment ([Allowance.Env]), so that a standby worker confines
+// itself before its request arrives; [Enter] reads it back and applies it.
+//
+// # Threads
+//
+// Landlock and no_new_privs hold per OS thread, and the Go runtime has
+// several threads before main runs. [Apply] restricts every thread with
+// syscall.AllThreadsSyscall where the binary has no cgo. Where it has (the
+// default build links cgo through package net), it restricts the current
+// thread and re-executes the binary from it: the new image inherits the
+// restriction on all of its threads. The re-executed process finds a marker
+// in its environment and [Enter] returns at once. See DESIGN.md.
+package sandbox
