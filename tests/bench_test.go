@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
 // BenchmarkReadQueryRoundTrip measures one read_query call over stdio, as a
@@ -180,4 +183,54 @@ func BenchmarkFrontMemory(b *testing.B) {
 	b.ReportMetric(float64(before), "rss-kB-before")
 	b.ReportMetric(float64(after), "rss-kB-after")
 	b.ReportMetric(float64(after-before)*1000/float64(calls-warm), "rss-kB-per-1k-calls")
+}
+
+// BenchmarkWorkerSpawn measures a worker from process start to its answer
+// of a request it refuses at once (a protocol version it does not speak):
+// start-up plus a read and a write, no SQLite. The server binary re-run as
+// its worker runs every package init of the server (mcp-go's JSON schema
+// compiler among them); the sandboxed variant confines itself first.
+func BenchmarkWorkerSpawn(b *testing.B) {
+	db := filepath.Join(b.TempDir(), "spawn.db")
+	start(b, db).ok("verify_chain", nil)
+	sandboxEnv := sandbox.Allowance{DB: db}.Env()
+	// Static (CGO_ENABLED=0) builds confine every thread in place, without
+	// the re-execution a cgo build needs.
+	static := b.TempDir()
+	for bin, pkg := range map[string]string{"server": "../cmd/server", "worker": "../cmd/worker"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(static, bin), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("static build: %v\n%s", err, out)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		bin  string
+		args []string
+		env  []string
+	}{
+		{"worker-binary", workerBin, nil, nil},
+		{"worker-binary/sandbox", workerBin, nil, []string{sandboxEnv}},
+		{"worker-binary/static+sandbox", filepath.Join(static, "worker"), nil, []string{sandboxEnv}},
+		{"server-binary", serverBin, []string{"worker"}, nil},
+		{"server-binary/sandbox", serverBin, []string{"worker"}, []string{sandboxEnv}},
+		{"server-binary/static+sandbox", filepath.Join(static, "server"), []string{"worker"}, []string{sandboxEnv}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for range b.N {
+				cmd := exec.Command(tc.bin, tc.args...)
+				cmd.Env = append(os.Environ(), tc.env...)
+				cmd.Stdin = strings.NewReader(`{"v":999,"op":"query","db":"x"}`)
+				start := time.Now()
+				out, err := cmd.Output()
+				lat = append(lat, time.Since(start))
+				if err != nil || !strings.Contains(string(out), "protocol version 999") {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+			reportPercentiles(b, lat)
+		})
+	}
 }
