@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // Version is reported to MCP hosts.
@@ -105,7 +106,7 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	env := s.workerEnv()
+	env := append(s.workerEnv(), worker.EnvPreopen+"="+worker.PreopenValue(abs, cfg.Profile == ProfileReadonly))
 	s.spawner, err = ipc.NewSpawner(ipc.Config{
 		Path: workerPath, Args: workerArgs, Env: env,
 		MaxWorkers: cfg.MaxWorkers, Standby: cfg.StandbyWorkers,

@@ -234,3 +234,54 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadQuery1000Rows is a round trip returning 1,000 rows x 3
+// columns (about 30 kB of CSV), standby on, calls spaced as an agent's.
+func BenchmarkReadQuery1000Rows(b *testing.B) {
+	db := filepath.Join(b.TempDir(), "rows.db")
+	s := start(b, db, "--max-result-bytes", "1048576")
+	s.ok("write_query", q("CREATE TABLE kv (id INTEGER PRIMARY KEY, name TEXT, value REAL)"))
+	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO kv SELECT x, 'name ' || x, x / 7.0 FROM c"))
+	lat := make([]time.Duration, 0, b.N)
+	for range b.N {
+		time.Sleep(20 * time.Millisecond)
+		start := time.Now()
+		text := s.ok("read_query", map[string]any{"query": "SELECT id, name, value FROM kv ORDER BY id", "limit": 1000})
+		lat = append(lat, time.Since(start))
+		if !strings.HasSuffix(text, "# 1000 rows") {
+			b.Fatalf("trailer: %q", text[max(0, len(text)-100):])
+		}
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkRunawayStop reports how long past --query-timeout a runaway
+// statement takes to be answered, and that the next call is served.
+func BenchmarkRunawayStop(b *testing.B) {
+	db := filepath.Join(b.TempDir(), "runaway.db")
+	s := start(b, db, "--query-timeout", "1")
+	for _, tc := range []struct{ name, sql string }{
+		{"recursive-cte", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"},
+		{"memory-bomb", "WITH RECURSIVE c(x, s) AS (SELECT 1, 'x' UNION ALL SELECT x + 1, s || s FROM c WHERE x < 40) SELECT max(length(s)) FROM c"},
+		{"sort-bomb", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c ORDER BY random() LIMIT 1"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var worst, total time.Duration
+			for range b.N {
+				time.Sleep(20 * time.Millisecond)
+				start := time.Now()
+				text, isErr := s.call("read_query", q(tc.sql))
+				d := time.Since(start)
+				if !isErr || !(strings.HasPrefix(text, "TIMEOUT: ") || strings.HasPrefix(text, "RESOURCE_LIMIT: ")) {
+					b.Fatalf("got %q", text)
+				}
+				over := max(d-time.Second, 0)
+				total += over
+				worst = max(worst, over)
+				s.ok("read_query", q("SELECT 1"))
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-past-timeout")
+			b.ReportMetric(float64(worst.Milliseconds()), "worst-ms-past-timeout")
+		})
+	}
+}

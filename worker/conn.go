@@ -40,16 +40,11 @@ func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
 	if err != nil {
 		return nil, ipc.NewError(ipc.CodeInvalidArgument, err.Error())
 	}
-	if _, err := os.Stat(req.DB); err != nil {
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "database file not found: "+req.DB)
-	}
-	flags := rawsqlite.ReadWrite
-	if req.ReadOnlyFile {
-		flags = rawsqlite.ReadOnly
-	}
-	conn, err := rawsqlite.Open(req.DB, flags)
-	if err != nil {
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot open the database: "+err.Error())
+	conn := takePreopened(req)
+	if conn == nil {
+		if conn, err = openConn(req.DB, req.ReadOnlyFile); err != nil {
+			return nil, err
+		}
 	}
 	ex := &executor{req: req, log: log, conn: conn, mode: mode}
 	if err := ex.setup(); err != nil {
@@ -57,6 +52,37 @@ func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
 		return nil, err
 	}
 	return ex, nil
+}
+
+// openConn opens the database (never creating it) with the backstops every
+// worker connection carries (SPEC 4), before any authorizer goes in.
+func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "database file not found: "+path)
+	}
+	flags := rawsqlite.ReadWrite
+	if readOnly {
+		flags = rawsqlite.ReadOnly
+	}
+	c, err := rawsqlite.Open(path, flags)
+	if err != nil {
+		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot open the database: "+err.Error())
+	}
+	fail := func(what string, err error) (*rawsqlite.Conn, error) {
+		c.Close()
+		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, what+": "+err.Error())
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
+		return fail("defensive mode", err)
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
+		return fail("trusted_schema", err)
+	}
+	c.Limit(rawsqlite.LimitAttached, 0)
+	if err := c.Exec("PRAGMA foreign_keys=ON"); err != nil {
+		return fail("foreign keys", err)
+	}
+	return c, nil
 }
 
 // modeOf is the policy mode an operation runs under.
@@ -77,8 +103,8 @@ func (ex *executor) close() {
 	_ = ex.conn.Close()
 }
 
-// setup applies the backstops every worker connection carries (SPEC 4),
-// before the authorizer goes in.
+// setup readies the connection for this request: lock waits within its
+// timeout, query_only or the growth cap, then the authorizer of its mode.
 func (ex *executor) setup() error {
 	c := ex.conn
 	busy := time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
@@ -87,16 +113,6 @@ func (ex *executor) setup() error {
 	}
 	if err := c.BusyTimeout(busy); err != nil {
 		return err
-	}
-	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
-		return fmt.Errorf("defensive mode: %w", err)
-	}
-	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
-		return fmt.Errorf("trusted_schema: %w", err)
-	}
-	c.Limit(rawsqlite.LimitAttached, 0)
-	if err := c.Exec("PRAGMA foreign_keys=ON"); err != nil {
-		return ex.classify(err)
 	}
 	if ex.mode <= policy.Read {
 		if err := c.Exec("PRAGMA query_only=1"); err != nil {

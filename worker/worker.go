@@ -29,6 +29,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
+	preopen(log)
 	req, err := ipc.ReadRequest(stdin)
 	if err == nil {
 		err = admit(req, log)
