@@ -77,11 +77,7 @@ func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, erro
 	}
 	req := s.request(ipc.OpListTables, "select")
 	req.Table = &ipc.Table{JSON: true}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text, json: resp.JSON}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) roDescribeTable(_ context.Context, c *call, a args) (outcome, error) {
@@ -95,11 +91,7 @@ func (s *Server) roDescribeTable(_ context.Context, c *call, a args) (outcome, e
 	c.setQuery(name)
 	req := s.request(ipc.OpDescribeTable, "select")
 	req.Table = &ipc.Table{Name: name, JSON: true}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text, json: resp.JSON}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
@@ -125,9 +117,5 @@ func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
 	// The byte cap still applies; when it stops a page early, hasMore is
 	// set, so offset + returnedRows resumes at the right row.
 	req.Caps.MaxRows = readonlyMaxLimit
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text, json: resp.JSON}, nil
+	return s.answer(c, req)
 }

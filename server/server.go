@@ -201,8 +201,9 @@ type toolFunc func(ctx context.Context, c *call, a args) (outcome, error)
 
 // handle wraps a tool: argument errors, worker failures and panics all
 // become tool errors with a code, and every call, whatever its end, gets
-// its audit row in a deferred block.
-func (s *Server) handle(tool string, jsonErrors bool, fn toolFunc) mcpserver.ToolHandlerFunc {
+// its audit row in a deferred block. jsonTool marks the readonly profile's
+// tools: JSON errors, and results also as structured content.
+func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		s.inflight.Add(1)
 		defer s.inflight.Done()
@@ -216,27 +217,29 @@ func (s *Server) handle(tool string, jsonErrors bool, fn toolFunc) mcpserver.Too
 				err = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
 			}
 			s.audit(tool, start, c, err)
-			res = s.result(out, err, jsonErrors)
+			res = s.result(out, err, jsonTool)
 		}()
 		out, err = fn(ctx, c, args{tool: tool, m: req.GetArguments()})
 		return nil, nil
 	}
 }
 
-func (s *Server) result(out outcome, err error, jsonErrors bool) *mcp.CallToolResult {
+func (s *Server) result(out outcome, err error, jsonTool bool) *mcp.CallToolResult {
 	if err != nil {
 		var e *ipc.Error
 		if !errors.As(err, &e) {
 			s.log.Error("uncoded error", "error", err)
 			e = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
 		}
-		if jsonErrors {
+		if jsonTool {
 			b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
 			return mcp.NewToolResultError(string(b))
 		}
 		return mcp.NewToolResultError(e.Error())
 	}
-	if out.json != nil {
+	// Default-profile tools answer text only: structured content would
+	// repeat every result and double its tokens (SPEC 3).
+	if jsonTool && out.json != nil {
 		var structured any
 		if json.Unmarshal(out.json, &structured) == nil {
 			return mcp.NewToolResultStructured(structured, string(out.json))
@@ -279,6 +282,15 @@ func (s *Server) request(op, mode string) *ipc.Request {
 			MaxGrowthMB: c.MaxGrowthMB, Sandbox: c.Sandbox,
 		},
 	}
+}
+
+// answer runs req and makes the worker's result the tool's outcome.
+func (s *Server) answer(c *call, req *ipc.Request) (outcome, error) {
+	resp, err := s.run(c, req)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{text: resp.Text, json: resp.JSON}, nil
 }
 
 // run sends req to a worker and folds its answer into the call's audit.

@@ -145,11 +145,7 @@ func (s *Server) readQuery(_ context.Context, c *call, a args) (outcome, error) 
 	c.detail["limit"], c.detail["offset"], c.detail["format"] = limit, offset, format
 	req := s.request(ipc.OpQuery, "read")
 	req.SQL, req.Limit, req.Offset, req.Format = q, limit, offset, format
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error) {
@@ -164,11 +160,7 @@ func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error)
 	c.detail["max_update_rows"] = s.cfg.MaxUpdateRows
 	req := s.request(ipc.OpQuery, "write")
 	req.SQL = q
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, error) {
@@ -188,11 +180,7 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
 	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error) {
@@ -205,11 +193,7 @@ func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error)
 	}
 	req := s.request(ipc.OpListTables, "read")
 	req.Table = &ipc.Table{RowCounts: counts}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, error) {
@@ -223,11 +207,7 @@ func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, err
 	c.setQuery(name)
 	req := s.request(ipc.OpDescribeTable, "read")
 	req.Table = &ipc.Table{Name: name}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) getSchema(_ context.Context, c *call, a args) (outcome, error) {
@@ -240,11 +220,7 @@ func (s *Server) getSchema(_ context.Context, c *call, a args) (outcome, error) 
 	}
 	req := s.request(ipc.OpSchema, "read")
 	req.Table = &ipc.Table{IncludeSystem: all}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error) {
@@ -274,11 +250,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	c.detail["name"], c.detail["replace"] = name, replace
 	req := s.request(ipc.OpCreateView, "write")
 	req.View = &ipc.View{Name: name, Select: sel, Description: desc, Replace: replace}
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }
 
 func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, error) {
@@ -418,9 +390,5 @@ func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error)
 	c.detail["search"] = sr
 	req := s.request(ipc.OpSearch, "read")
 	req.Search = &sr
-	resp, err := s.run(c, req)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{text: resp.Text}, nil
+	return s.answer(c, req)
 }

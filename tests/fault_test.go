@@ -797,27 +797,12 @@ func corpusState(t *testing.T, db *sql.DB) (all, protected string) {
 	}
 	rows.Close()
 	for _, table := range tables {
-		rows, err := db.Query(`SELECT * FROM "` + strings.ReplaceAll(table, `"`, `""`) + `"`)
-		if err != nil {
-			t.Fatalf("hash %s: %v", table, err)
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			line := fmt.Sprintf("%s:%v\n", table, vals)
+		eachRowText(t, db, table, func(line string) {
 			io.WriteString(ha, line)
 			if table == "memory_events" || table == "memory_checkpoints" {
 				io.WriteString(hp, line)
 			}
-		}
-		rows.Close()
+		})
 	}
 	var schema string
 	_ = db.QueryRow(`SELECT group_concat(type || '|' || name || '|' || tbl_name || '|' || coalesce(sql, ''), '#') FROM (SELECT * FROM sqlite_schema ORDER BY type, name)`).Scan(&schema)

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,28 +156,38 @@ func dump(t testing.TB, path string, tables ...string) string {
 	db := openDirect(t, path)
 	h := sha256.New()
 	for _, table := range tables {
-		rows, err := db.Query(`SELECT * FROM "` + table + `" ORDER BY rowid`)
-		if err != nil {
-			t.Fatalf("dump %s: %v", table, err)
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(h, "%s:%v\n", table, vals)
-		}
-		rows.Close()
+		eachRowText(t, db, table, func(line string) { io.WriteString(h, line) })
 	}
 	var schema string
 	_ = db.QueryRow(`SELECT group_concat(type || name || coalesce(sql, ''), '|') FROM (SELECT * FROM sqlite_schema ORDER BY name)`).Scan(&schema)
 	fmt.Fprintf(h, "schema:%s\n", schema)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// eachRowText calls fn with "table:[values]\n" for every row of table, in
+// scan order (stable while the table is unchanged).
+func eachRowText(t testing.TB, db *sql.DB, table string, fn func(line string)) {
+	t.Helper()
+	rows, err := db.Query(`SELECT * FROM "` + strings.ReplaceAll(table, `"`, `""`) + `"`)
+	if err != nil {
+		t.Fatalf("read %s: %v", table, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		fn(fmt.Sprintf("%s:%v\n", table, vals))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read %s: %v", table, err)
+	}
 }
 
 // auditRows counts query_log rows, optionally only failed ones.
