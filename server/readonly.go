@@ -60,7 +60,7 @@ func (s *Server) registerReadonly() {
 		mcp.WithString("table", mcp.Required(), mcp.Description("table name from list_tables")),
 		mcp.WithRawOutputSchema(describeSchema),
 		annotations(true, false, true),
-	), s.handle("describe_table", true, s.roDescribeTable))
+	), s.handle("describe_table", true, s.describeTable))
 	s.mcp.AddTool(mcp.NewTool("query_database",
 		mcp.WithDescription(fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)),
 		mcp.WithString("sql", mcp.Required(), mcp.Description("one SELECT or WITH ... SELECT statement")),
@@ -77,20 +77,6 @@ func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, erro
 	}
 	req := s.request(ipc.OpListTables, "select")
 	req.Table = &ipc.Table{JSON: true}
-	return s.answer(c, req)
-}
-
-func (s *Server) roDescribeTable(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("table"); err != nil {
-		return outcome{}, err
-	}
-	name, err := a.str("table", true, "")
-	if err != nil {
-		return outcome{}, err
-	}
-	c.setQuery(name)
-	req := s.request(ipc.OpDescribeTable, "select")
-	req.Table = &ipc.Table{Name: name, JSON: true}
 	return s.answer(c, req)
 }
 

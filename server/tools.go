@@ -205,8 +205,14 @@ func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, err
 		return outcome{}, err
 	}
 	c.setQuery(name)
-	req := s.request(ipc.OpDescribeTable, "read")
-	req.Table = &ipc.Table{Name: name}
+	// The readonly profile answers its own JSON shape under its policy.
+	readonly := s.cfg.Profile == ProfileReadonly
+	mode := "read"
+	if readonly {
+		mode = "select"
+	}
+	req := s.request(ipc.OpDescribeTable, mode)
+	req.Table = &ipc.Table{Name: name, JSON: readonly}
 	return s.answer(c, req)
 }
 

@@ -114,17 +114,17 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	}()
 
 	// RETURNING rows: SQLite makes every change on the first step, so the
-	// statement is stepped to its end even past the row cap.
+	// statement is stepped to its end even past the caps. The renderer
+	// refuses rows past the row or byte cap and notes that more existed.
 	var returning *result
 	var row []render.Value
-	var returned int64
 	if n := st.ColumnCount(); n > 0 {
 		caps := ex.caps()
 		caps.Limit, caps.Offset = caps.MaxRows, 0
 		returning = newResult("csv", caps, columnNames(st))
 		row = make([]render.Value, n)
 	}
-	more, full := false, false
+	full := returning == nil
 	for {
 		ok, err := ex.stepAgent(st)
 		if err != nil {
@@ -133,20 +133,10 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		if !ok {
 			break
 		}
-		if returning == nil || full {
-			more = more || returning != nil
-			continue
+		if !full {
+			readRow(st, row)
+			full = !returning.Add(row)
 		}
-		if int(returned) == ex.req.Caps.MaxRows {
-			more, full = true, true
-			continue
-		}
-		readRow(st, row)
-		if !returning.Add(row) {
-			full = true
-			continue
-		}
-		returned++
 	}
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
@@ -183,7 +173,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	}
 	if returning != nil {
 		b.WriteByte('\n')
-		b.WriteString(returning.finish(more).Text)
+		b.WriteString(returning.finish(false).Text)
 	}
 	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
 }

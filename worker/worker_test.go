@@ -246,3 +246,18 @@ func TestOffsetPastTheEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestReturningCaps(t *testing.T) {
+	db := testDB(t)
+	req := request(db, ipc.OpQuery, "write", "INSERT INTO t (name) VALUES ('x'), ('y'), ('z') RETURNING id")
+	req.Caps.MaxRows = 2
+	resp := execute(req, hclog.NewNullLogger())
+	want := "ok: 3 rows affected (last_insert_rowid=6)\nid\n4\n5\n# 2 rows, truncated by limit=2 (more rows exist; raise limit up to 2, use offset=2, or narrow the query)"
+	if resp.Text != want {
+		t.Fatalf("got %q", resp.Text)
+	}
+	// Every row was inserted, also those past the cap.
+	if r := execute(request(db, ipc.OpQuery, "read", "SELECT count(*) FROM t"), hclog.NewNullLogger()); r.Text != "count(*)\n6\n# 1 rows" {
+		t.Fatalf("count: %q", r.Text)
+	}
+}
