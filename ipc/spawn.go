@@ -45,9 +45,10 @@ type Spawner struct {
 	closed  bool
 	filling int
 
-	// reaping counts workers that answered and are being waited for in the
-	// background, so that an answer never waits for a process exit.
-	reaping sync.WaitGroup
+	// background counts goroutines that start standby workers or reap
+	// workers that answered (an answer never waits for a process exit);
+	// Close waits for them, so no worker outlives the spawner.
+	background sync.WaitGroup
 }
 
 // NewSpawner checks cfg and starts the standby workers.
@@ -84,7 +85,7 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 		return Failure(NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error()))
 	}
 	s.refill()
-	return p.run(ctx, req, &s.reaping)
+	return p.run(ctx, req, &s.background)
 }
 
 // Close kills the standby workers. Running requests finish on their own
@@ -99,7 +100,7 @@ func (s *Spawner) Close() {
 		p.kill()
 		p.wait()
 	}
-	s.reaping.Wait()
+	s.background.Wait()
 }
 
 // take returns a live standby worker, or starts one.
@@ -131,9 +132,12 @@ func (s *Spawner) refill() {
 		return
 	}
 	s.filling += missing
+	// Added under the lock: Close marks closed under it before it waits.
+	s.background.Add(missing)
 	s.mu.Unlock()
 	for range missing {
 		go func() {
+			defer s.background.Done()
 			p, err := s.start()
 			s.mu.Lock()
 			s.filling--
@@ -221,7 +225,7 @@ type readResult struct {
 	err  error
 }
 
-func (p *process) run(ctx context.Context, req *Request, reaping *sync.WaitGroup) *Response {
+func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGroup) *Response {
 	timeout := time.Duration(req.Limits.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -259,9 +263,9 @@ func (p *process) run(ctx context.Context, req *Request, reaping *sync.WaitGroup
 	}
 	if killed == "" && res.err == nil {
 		// Answered: the worker is exiting; reap it off the call path.
-		reaping.Add(1)
+		background.Add(1)
 		go func() {
-			defer reaping.Done()
+			defer background.Done()
 			<-drained
 			_ = p.wait()
 		}()
