@@ -134,3 +134,14 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("restore from a missing file: %s", out)
 	}
 }
+
+func TestSubcommandHelp(t *testing.T) {
+	for _, sub := range []string{"demo", "sample-db", "call", "verify", "restore", "worker", "eval"} {
+		t.Run(sub, func(t *testing.T) {
+			out, err := exec.Command(serverBin, sub, "--help").CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(out), "Usage: mcp-sqlite-memory "+sub) || !strings.Contains(string(out), "mcp-sqlite-memory "+sub+" ") {
+				t.Fatalf("%v: %s", err, out)
+			}
+		})
+	}
+}
