@@ -172,6 +172,15 @@ func TestSearchAudit(t *testing.T) {
 	if d.Search["pattern"] != "big" || d.Search["where"] != "kind = 'note'" {
 		t.Errorf("audited parameters %v", d.Search)
 	}
+	// A refused search still tells its audit row the SQL it built.
+	s.fails("search_text", searchArgs(`big`, "docs", "where", "1; DROP TABLE docs"), "SQL_ERROR")
+	var failedSQL string
+	if err := openDirect(t, db).QueryRow(`SELECT json_extract(detail, '$.sql') FROM query_log WHERE tool = 'search_text' AND ok = 0 ORDER BY id DESC LIMIT 1`).Scan(&failedSQL); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(failedSQL, "WHERE (1; DROP TABLE docs") {
+		t.Errorf("audited sql of the refused search: %q", failedSQL)
+	}
 }
 
 func TestSearchCandidateCap(t *testing.T) {

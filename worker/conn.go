@@ -33,6 +33,9 @@ type executor struct {
 	agentPhase bool
 	// timedOut is set when the request's time is up.
 	timedOut atomic.Bool
+	// detail is what a failed request still tells its audit row (the SQL a
+	// search built, say).
+	detail map[string]any
 }
 
 func open(req *ipc.Request, log hclog.Logger) (*executor, error) {

@@ -40,6 +40,7 @@ func (ex *executor) search() (*ipc.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	ex.detail = map[string]any{"sql": plan.SQL}
 	st, text, err := ex.compile(plan.SQL)
 	if err != nil {
 		return nil, err

@@ -97,7 +97,9 @@ func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
 		err = ipc.NewError(ipc.CodeInvalidArgument, "unknown op "+req.Op)
 	}
 	if err != nil {
-		return ipc.Failure(ex.classify(err))
+		r := ipc.Failure(ex.classify(err))
+		r.Detail = ex.detail
+		return r
 	}
 	resp.OK = true
 	return resp
