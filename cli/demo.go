@@ -42,8 +42,8 @@ WHERE o.status <> 'cancelled' GROUP BY p.category ORDER BY revenue DESC`, "limit
 	{"Remember a finding in the hash-chained log.", "append_event", map[string]any{"kind": "finding", "content": "Electronics is the top category by revenue; see view revenue_by_category."}},
 	{"And a checkpoint for the next session.", "checkpoint", map[string]any{"summary": "Explored the shop database; saved revenue_by_category."}},
 	{"The next session starts here.", "get_resume_context", nil},
-	{"A runaway query (an endless recursive CTE) is stopped; the server keeps serving.", "read_query", map[string]any{"query": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}},
-	{"Still serving: every call above is in the audit log.", "read_query", map[string]any{"query": "SELECT id, tool, ok, duration_ms, substr(coalesce(error, ''), 1, 60) AS error FROM query_log ORDER BY id"}},
+	{"A runaway query (an endless recursive CTE) is stopped at the timeout: the worker interrupts it, and a worker that does not stop is killed. The server keeps serving.", "read_query", map[string]any{"query": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}},
+	{"Still serving: every call above is in the audit log.", "read_query", map[string]any{"query": "SELECT id, tool, ok, duration_ms, substr(error, 1, 60) AS error FROM query_log ORDER BY id"}},
 	{"The chain verifies.", "verify_chain", nil},
 }
 
