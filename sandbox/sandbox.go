@@ -73,19 +73,20 @@ func Companions(db string) []string {
 // up into snapshotDir, "" for none) stays inside a. Relative paths are taken
 // from the working directory, which the front and its workers share.
 func (a Allowance) Permits(db string, readOnly bool, snapshotDir string) error {
-	if !samePath(db, a.DB) {
+	if !SamePath(db, a.DB) {
 		return fmt.Errorf("this worker is confined to the database %s; the request names %s", a.DB, db)
 	}
 	if a.ReadOnly && !readOnly {
 		return fmt.Errorf("this worker may only read %s; the request opens it for writing", a.DB)
 	}
-	if snapshotDir != "" && !samePath(snapshotDir, a.SnapshotDir) {
+	if snapshotDir != "" && !SamePath(snapshotDir, a.SnapshotDir) {
 		return fmt.Errorf("this worker may write snapshots only into %q; the request names %s", a.SnapshotDir, snapshotDir)
 	}
 	return nil
 }
 
-func samePath(p, q string) bool {
+// SamePath reports whether p and q name the same path once made absolute.
+func SamePath(p, q string) bool {
 	if p == "" || q == "" {
 		return p == q
 	}

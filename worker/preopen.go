@@ -2,13 +2,13 @@ package worker
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
 // EnvPreopen names the database a worker opens while it waits for its
@@ -63,18 +63,9 @@ func takePreopened(req *ipc.Request) *rawsqlite.Conn {
 		return nil
 	}
 	preopened.conn = nil
-	if preopened.readOnly == req.ReadOnlyFile && samePath(preopened.path, req.DB) {
+	if preopened.readOnly == req.ReadOnlyFile && sandbox.SamePath(preopened.path, req.DB) {
 		return c
 	}
 	c.Close()
 	return nil
-}
-
-func samePath(a, b string) bool {
-	if a == b {
-		return true
-	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
 }
