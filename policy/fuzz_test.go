@@ -22,7 +22,6 @@ func FuzzAuthorizeReadMode(f *testing.F) {
 	cfg := runConfig{
 		template: templates.full,
 		mode:     Read,
-		dsn:      "_defensive=1&_pragma=trusted_schema(0)",
 		timeout:  time.Second,
 	}
 	f.Fuzz(func(t *testing.T, query string) {
