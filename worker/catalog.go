@@ -333,7 +333,7 @@ func (ex *executor) schema() (*ipc.Response, error) {
 // stores any more, is closed, the one change a replay makes to such text.
 func terminated(sql string) string {
 	switch {
-	case rawsqlite.Complete(sql + ";"):
+	case !strings.Contains(sql, "--") && !strings.Contains(sql, "/*"), rawsqlite.Complete(sql + ";"):
 		return sql + ";"
 	case rawsqlite.Complete(sql + "\n;"):
 		return sql + "\n;"

@@ -221,7 +221,7 @@ func (ex *executor) violation() error {
 // is the only one: anything but white space and comments after it is
 // refused before anything runs. A nil statement means empty input.
 func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
-	if !rawsqlite.Complete(sql+";") && rawsqlite.Complete(sql+"\n;") {
+	if strings.Contains(sql, "--") && !rawsqlite.Complete(sql+";") && rawsqlite.Complete(sql+"\n;") {
 		// The statement stops inside a -- comment. SQLite stores such a
 		// comment as the end of an index; a line break after it lets
 		// get_schema print a ';' the replay sees, and changes nothing else.
