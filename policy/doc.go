@@ -10,15 +10,18 @@
 // # Use
 //
 //	a := policy.New(policy.Write, policy.Options{ShadowTables: shadow})
-//	err := sqlConn.Raw(func(dc any) error {
-//		return dc.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(
-//			func(ac sqlite.AuthorizerActionCode, a1, a2, db, trig string) sqlite.AuthorizerReturnCode {
-//				return sqlite.AuthorizerReturnCode(a.Authorize(int(ac), a1, a2, db, trig))
-//			})
+//	conn.SetAuthorizer(func(r rawsqlite.AuthRequest) int { // the worker's binding
+//		return a.Authorize(policy.Call{Action: r.Action, Arg1: r.Arg1, Arg2: r.Arg2,
+//			DB: r.DB, Trigger: r.Trigger, Arg2Null: r.Arg2Null, Nested: r.Nested})
 //	})
-//	stmt, err := sqlConn.PrepareContext(ctx, query) // on "not authorized", report a.Violation()
-//	sum := a.Summary()                              // read it before the first step
-//	rows, err := stmt.QueryContext(ctx)             // a refusal can also happen here (VACUUM)
+//	st, tail, err := conn.Prepare(query) // on "not authorized", report a.Violation()
+//	sum := a.Summary()                   // read it before the first step
+//	// write mode: CheckFTSCommands over the program of st (EXPLAIN)
+//	row, err := st.Step()                // a refusal can also happen here (VACUUM)
+//
+// The binding must tell a NULL PRAGMA value from an empty one (Arg2Null)
+// and a virtual table's own statements from the agent's (Nested); modernc's
+// database/sql driver can do neither.
 //
 // # Connection backstops
 //
@@ -41,9 +44,8 @@
 //
 // # What the authorizer cannot see
 //
-// See DESIGN.md: VACUUM is only visible when it runs; the driver reports
-// PRAGMA x with an empty value like PRAGMA x; a virtual table's own statements look like
-// the agent's; CREATE TRIGGER and CREATE VIEW bodies are checked when they
-// are used, not when they are created; REPLACE's implicit deletes are not
-// reported.
+// See DESIGN.md: VACUUM is only visible when it runs; FTS commands are
+// values, seen only in the compiled program; CREATE TRIGGER and CREATE VIEW
+// bodies are checked when they are used, not when they are created;
+// REPLACE's implicit deletes are not reported.
 package policy

@@ -10,11 +10,11 @@ import (
 // keeps the first refusal, worded for the agent.
 func ExampleAuthorizer() {
 	a := policy.New(policy.Write, policy.Options{})
-	a.Authorize(policy.ActionDelete, "orders", "", "main", "")
+	a.Authorize(policy.Call{Action: policy.ActionDelete, Arg1: "orders", DB: "main", Arg2Null: true})
 	fmt.Println(a.Violation())
 
 	a.Reset()
-	a.Authorize(policy.ActionInsert, "memory_events", "", "main", "")
+	a.Authorize(policy.Call{Action: policy.ActionInsert, Arg1: "memory_events", DB: "main", Arg2Null: true})
 	fmt.Println(a.Violation())
 	// Output:
 	// READ_ONLY_VIOLATION: DELETE is not allowed in write_query; use destructive_query (it snapshots the database first)

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
@@ -9,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"modernc.org/sqlite"
+	_ "modernc.org/sqlite" // database/sql for building templates and checking results
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // templates are built once in TestMain and copied for every case, so each
@@ -54,6 +54,10 @@ var fullSchema = []string{
 	`INSERT INTO child VALUES (1, 1)`,
 	`CREATE VIRTUAL TABLE docs USING fts5(body)`,
 	`INSERT INTO docs(rowid, body) VALUES (1, 'hello world'), (2, 'second doc')`,
+	`CREATE VIRTUAL TABLE bare USING fts5(body, content='')`,
+	`INSERT INTO bare(rowid, body) VALUES (1, 'hello world')`,
+	`CREATE TABLE fts_commands(cmd)`,
+	`CREATE TRIGGER fts_commands_run AFTER INSERT ON fts_commands BEGIN INSERT INTO bare(bare) VALUES (NEW.cmd); END`,
 	`CREATE VIRTUAL TABLE boxes USING rtree(id, minx, maxx, miny, maxy)`,
 	`INSERT INTO boxes VALUES (1, 0, 1, 0, 1), (2, 2, 3, 2, 3)`,
 	// A trigger body that writes a protected table, planted by an earlier
@@ -118,19 +122,20 @@ type outcome struct {
 }
 
 // run compiles and runs query on a fresh copy of template, the way the
-// worker does: backstops on, shadow tables listed, authorizer installed,
-// one statement, no transaction.
+// worker does: backstops on, shadow tables listed in the writing modes,
+// authorizer installed through the worker's binding (which tells NULL
+// PRAGMA values and virtual tables' own statements apart).
 func run(t testing.TB, template string, mode Mode, opts Options, query string) outcome {
 	t.Helper()
-	return runWith(t, runConfig{template: template, mode: mode, opts: opts, dsn: DSNParams(mode), timeout: 5 * time.Second}, query)
+	return runWith(t, runConfig{template: template, mode: mode, opts: opts, queryOnly: mode <= Read, timeout: 5 * time.Second}, query)
 }
 
 type runConfig struct {
-	template string
-	mode     Mode
-	opts     Options
-	dsn      string // DSN query parameters
-	timeout  time.Duration
+	template  string
+	mode      Mode
+	opts      Options
+	queryOnly bool // PRAGMA query_only=1, as the worker sets for Select and Read
+	timeout   time.Duration
 }
 
 func runWith(t testing.TB, cfg runConfig, query string) outcome {
@@ -146,38 +151,29 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 	before := fileHash(t, path)
 	out.protBefore = protectedDigest(t, path)
 
-	dsn := "file:" + path + "?" + cfg.dsn + "&_pragma=foreign_keys(1)"
-	if mode == Select {
-		dsn += "&mode=ro"
-	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
-	defer cancel()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.ShadowTables == nil {
-		opts.ShadowTables = shadowTables(t, ctx, conn)
-	}
-	if _, err := sqlite.Limit(conn, LimitAttached, 0); err != nil {
-		t.Fatal(err)
-	}
-	// Keep fuzz inputs small and bounded.
-	if _, err := sqlite.Limit(conn, 0 /* SQLITE_LIMIT_LENGTH */, 1<<20); err != nil {
-		t.Fatal(err)
+	c := openBackstopped(t, path, mode, cfg.queryOnly)
+	if opts.ShadowTables == nil && mode >= Write {
+		opts.ShadowTables = shadowTables(t, c)
 	}
 	a := New(mode, opts)
-	var running atomic.Bool
-	install(t, conn, a, &running)
-
-	out.err = prepareAndRun(ctx, conn, a, query, &out.summary, &running)
+	quiet := false // the worker's own helper statements run with the policy silent
+	if err := c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
+		if quiet {
+			return rawsqlite.AuthOK
+		}
+		return a.Authorize(CallFrom(r))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(cfg.timeout, c.Interrupt)
+	out.err = prepareAndRun(c, a, query, &out.summary, func(st *rawsqlite.Stmt) error {
+		quiet = true
+		defer func() { quiet = false }()
+		return checkFTS(c, a, mode, st)
+	})
+	timer.Stop()
 	out.violation = a.Violation()
-	conn.Close()
-	if err := db.Close(); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -195,78 +191,161 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 	return out
 }
 
-func prepareAndRun(ctx context.Context, conn *sql.Conn, a *Authorizer, query string, sum *Summary, running *atomic.Bool) error {
-	stmt, err := conn.PrepareContext(ctx, query)
-	*sum = a.Summary()
-	running.Store(true)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	if sum.SettingRead {
-		// The worker runs these only after checking the compiled program
-		// for writes (worker tests cover that); the policy alone stops here.
-		return nil
-	}
-	rows, err := stmt.QueryContext(ctx)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for n := 0; rows.Next() && n < 10000; n++ {
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	return rows.Close()
-}
-
-// install puts a on conn. A statement the policy flags SettingRead while the
-// driver is already running (the second statement of a multi-statement
-// string, which the worker refuses before anything runs) is denied: the
-// worker runs such statements only after its program check.
-func install(t testing.TB, conn *sql.Conn, a *Authorizer, running *atomic.Bool) {
+// openBackstopped opens path with the worker's connection backstops.
+func openBackstopped(t testing.TB, path string, mode Mode, queryOnly bool) *rawsqlite.Conn {
 	t.Helper()
-	err := conn.Raw(func(dc any) error {
-		r, ok := dc.(sqlite.AuthorizerRegisterer)
-		if !ok {
-			return fmt.Errorf("driver connection %T has no authorizer", dc)
-		}
-		return r.RegisterAuthorizer(func(ac sqlite.AuthorizerActionCode, a1, a2, db, trig string) sqlite.AuthorizerReturnCode {
-			flagged := a.Summary().SettingRead
-			rc := a.Authorize(int(ac), a1, a2, db, trig)
-			if running.Load() && !flagged && a.Summary().SettingRead {
-				return sqlite.AuthorizerDeny
-			}
-			return sqlite.AuthorizerReturnCode(rc)
-		})
-	})
+	flags := rawsqlite.ReadWrite
+	if mode == Select {
+		flags = rawsqlite.ReadOnly
+	}
+	c, err := rawsqlite.Open(path, flags)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
+		t.Fatal(err)
+	}
+	c.Limit(LimitAttached, 0)
+	c.Limit(rawsqlite.LimitLength, 1<<20) // keep fuzz inputs small and bounded
+	setup := "PRAGMA foreign_keys=ON"
+	if queryOnly {
+		setup += "; PRAGMA query_only=1"
+	}
+	if err := c.Exec(setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// CallFrom is the worker's translation of a binding request.
+func CallFrom(r rawsqlite.AuthRequest) Call {
+	return Call{Action: r.Action, Arg1: r.Arg1, Arg2: r.Arg2, DB: r.DB, Trigger: r.Trigger, Arg2Null: r.Arg2Null, Nested: r.Nested}
+}
+
+// prepareAndRun runs every statement of query in turn, like a driver that
+// runs multi-statement strings: a harsher test of the authorizer than the
+// worker's one statement per call. The summary is the first statement's;
+// check runs on every statement before its first step, as the worker's
+// program checks do.
+func prepareAndRun(c *rawsqlite.Conn, a *Authorizer, query string, sum *Summary, check func(*rawsqlite.Stmt) error) error {
+	for first := true; ; first = false {
+		st, tail, err := c.Prepare(query)
+		if first {
+			*sum = a.Summary()
+		}
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			return nil
+		}
+		if err := check(st); err != nil {
+			st.Finalize()
+			return err
+		}
+		for n := 0; n < 10000; n++ {
+			row, err := st.Step()
+			if err != nil {
+				st.Finalize()
+				return err
+			}
+			if !row {
+				break
+			}
+		}
+		st.Finalize()
+		query = tail
+	}
+}
+
+// errFTS marks a statement the FTS command check refused; the violation is
+// recorded on the Authorizer like the authorizer's own.
+var errFTS = fmt.Errorf("not authorized (FTS command)")
+
+// checkFTS does what the worker does before running a write: it finds the
+// FTS tables among the statement's insert targets and checks the program
+// for commands the mode does not allow. A refusal is recorded on a.
+func checkFTS(c *rawsqlite.Conn, a *Authorizer, mode Mode, st *rawsqlite.Stmt) error {
+	if mode != Write {
+		return nil
+	}
+	var tables []FTSTable
+	for _, name := range a.InsertTargets() {
+		t := FTSTable{Name: name, Command: -1}
+		var command string
+		eachRow(c, "SELECT cid, name, hidden FROM pragma_table_xinfo('"+strings.ReplaceAll(name, "'", "''")+"')", func(r *rawsqlite.Stmt) {
+			t.Columns++
+			if r.ColumnInt64(2) != 0 && SameName(r.ColumnText(1), name) {
+				t.Command, command = int(r.ColumnInt64(0)), r.ColumnText(1)
+			}
+		})
+		if t.Command < 0 {
+			continue
+		}
+		eachRow(c, `EXPLAIN INSERT INTO "`+name+`"("`+command+`") VALUES (NULL)`, func(r *rawsqlite.Stmt) {
+			if r.ColumnText(1) == "VUpdate" {
+				t.Vtab = r.ColumnText(5)
+			}
+		})
+		tables = append(tables, t)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	var ops []Op
+	eachRow(c, "EXPLAIN "+st.SQL(), func(r *rawsqlite.Stmt) {
+		ops = append(ops, Op{Addr: r.ColumnInt64(0), Opcode: r.ColumnText(1), P1: r.ColumnInt64(2), P2: r.ColumnInt64(3), P3: r.ColumnInt64(4), P4: r.ColumnText(5)})
+	})
+	if v := CheckFTSCommands(mode, ops, tables); v != nil {
+		a.mu.Lock()
+		if a.violation == nil {
+			a.violation = v
+		}
+		a.mu.Unlock()
+		return errFTS
+	}
+	return nil
+}
+
+// eachRow runs one of the harness's helper statements.
+func eachRow(c *rawsqlite.Conn, sql string, fn func(*rawsqlite.Stmt)) {
+	st, _, err := c.Prepare(sql)
+	if err != nil || st == nil {
+		return
+	}
+	defer st.Finalize()
+	for {
+		row, err := st.Step()
+		if err != nil || !row {
+			return
+		}
+		fn(st)
 	}
 }
 
 // shadowTables lists shadow tables the way the worker does, before the
 // authorizer is installed.
-func shadowTables(t testing.TB, ctx context.Context, conn *sql.Conn) map[string]bool {
+func shadowTables(t testing.TB, c *rawsqlite.Conn) map[string]bool {
 	t.Helper()
-	rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_list WHERE type = 'shadow'`)
+	st, _, err := c.Prepare(`SELECT name FROM pragma_table_list WHERE type = 'shadow'`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
+	defer st.Finalize()
 	m := make(map[string]bool)
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
+	for {
+		row, err := st.Step()
+		if err != nil {
 			t.Fatal(err)
 		}
-		m[n] = true
+		if !row {
+			return m
+		}
+		m[st.ColumnText(0)] = true
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // protectedDigest renders the protected objects' rows and schema entries

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -92,15 +93,53 @@ func (v *Violation) Error() string { return v.Code + ": " + v.Message }
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}
 
-// IsProtected reports whether name is one of ProtectedTables, ignoring case
-// as SQLite does.
+// IsProtected reports whether name is one of ProtectedTables, compared as
+// SQLite compares names (see [SameName]).
 func IsProtected(name string) bool {
 	for _, p := range ProtectedTables {
-		if strings.EqualFold(name, p) {
+		if SameName(name, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// SameName compares two SQL identifiers the way SQLite does: ASCII letters
+// without regard to case, every other byte exactly. Go's strings.EqualFold
+// folds Unicode too ("ſ" matches "s", the Kelvin sign matches "k"), so it
+// would call names equal that SQLite keeps apart.
+func SameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// FoldName lower-cases the ASCII letters of name, SQLite's notion of case
+// for identifiers; other bytes stay as they are.
+func FoldName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerASCII(b[j])
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // Options refine a mode.
@@ -114,6 +153,28 @@ type Options struct {
 	CreateView string
 }
 
+// Call is one authorizer callback: Action (an Action* constant) on Arg1
+// and Arg2 in database DB, from inside trigger or view Trigger ("" at top
+// level). NULL arguments arrive as "".
+type Call struct {
+	Action      int
+	Arg1, Arg2  string
+	DB, Trigger string
+	// Arg2Null tells a NULL Arg2 from an empty one. SQLite reports
+	// PRAGMA x with NULL and PRAGMA x = '' with "", and only the first is a
+	// read. A caller that cannot tell leaves it false: an empty value then
+	// counts as a value, so the mistake refuses a read instead of allowing
+	// a write.
+	Arg2Null bool
+	// Nested marks an action of a statement that a virtual-table module
+	// prepares while another statement compiles (its xConnect): R*Tree
+	// prepares INSERT and DELETE statements on its shadow tables that way,
+	// even when the statement naming the table is a SELECT. Those
+	// statements run only when the statement being compiled writes the
+	// virtual table, which is judged on its own.
+	Nested bool
+}
+
 // Summary is what the statement does at top level (outside trigger bodies),
 // ignoring SQLite's and virtual tables' bookkeeping.
 type Summary struct {
@@ -121,11 +182,6 @@ type Summary struct {
 	Updates bool
 	Deletes bool
 	Schema  bool // DDL, REINDEX or ANALYZE
-	// SettingRead marks a value-less PRAGMA of a setting stored in the file
-	// (journal_mode, user_version, ...). The authorizer cannot tell it from
-	// PRAGMA x = '', which writes, so the caller must allow it only after
-	// checking the compiled program for writes, and run it as a read.
-	SettingRead bool
 }
 
 // PureUpdate reports an UPDATE that is not an upsert and not DDL: the
@@ -145,10 +201,10 @@ type Authorizer struct {
 	mu         sync.Mutex
 	violation  *Violation
 	summary    Summary
-	selectSeen bool            // the statement is a SELECT (or runs one) before any PRAGMA
-	ddlSeen    bool            // an allowed DDL action came first, so SQLite's table upkeep follows
-	pragmaFns  map[string]bool // pragma_* table-valued functions the statement reads
-	newShadow  map[string]bool // shadow tables of a virtual table this statement creates
+	selectSeen bool              // the statement is a SELECT (or runs one) before any PRAGMA
+	ddlSeen    bool              // an allowed DDL action came first, so SQLite's table upkeep follows
+	newShadow  map[string]bool   // shadow tables of a virtual table this statement creates
+	inserts    map[string]string // tables the statement or its triggers insert into, by folded name
 }
 
 // New returns an Authorizer for mode.
@@ -156,7 +212,7 @@ func New(mode Mode, opts Options) *Authorizer {
 	a := &Authorizer{mode: mode, shadow: make(map[string]bool), createView: opts.CreateView}
 	for n, ok := range opts.ShadowTables {
 		if ok {
-			a.shadow[strings.ToLower(n)] = true
+			a.shadow[FoldName(n)] = true
 		}
 	}
 	return a
@@ -170,8 +226,8 @@ func (a *Authorizer) Reset() {
 	a.summary = Summary{}
 	a.selectSeen = false
 	a.ddlSeen = false
-	a.pragmaFns = nil
 	a.newShadow = nil
+	a.inserts = nil
 }
 
 // Violation returns the first refusal since New or Reset, or nil.
@@ -190,22 +246,78 @@ func (a *Authorizer) Summary() Summary {
 	return a.summary
 }
 
-// Authorize has the shape of SQLite's authorizer callback: it returns OK or
-// Deny for one action and records the first refusal. trigger is the
-// innermost trigger or view the action comes from ("" at top level).
-func (a *Authorizer) Authorize(action int, arg1, arg2, dbName, trigger string) int {
+// InsertTargets lists the tables the statement inserts into, its trigger
+// bodies included, as SQLite named them, sorted. Read it after prepare:
+// the caller checks INSERTs into FTS tables with [CheckFTSCommands].
+func (a *Authorizer) InsertTargets() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if v := a.decide(action, arg1, arg2, dbName, trigger); v != nil {
+	out := make([]string, 0, len(a.inserts))
+	for _, n := range a.inserts {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Authorize is SQLite's authorizer callback: it returns OK or Deny for one
+// action and records the first refusal.
+func (a *Authorizer) Authorize(c Call) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var v *Violation
+	if c.Nested {
+		v = a.nested(c)
+	} else {
+		v = a.decide(c)
+	}
+	if v != nil {
 		if a.violation == nil {
 			a.violation = v
 		}
 		return Deny
 	}
-	if trigger == "" {
-		a.note(action, arg1)
+	if c.Nested {
+		return OK
+	}
+	if c.Action == ActionInsert {
+		if a.inserts == nil {
+			a.inserts = make(map[string]string)
+		}
+		a.inserts[FoldName(c.Arg1)] = c.Arg1
+	}
+	if c.Trigger == "" {
+		a.note(c.Action, c.Arg1)
 	}
 	return OK
+}
+
+// nested judges an action of a statement a virtual-table module prepares
+// while connecting. Its writes to the module's shadow tables are allowed in
+// every mode: such statements only run when the statement being compiled
+// writes the virtual table, and that write is judged as the agent's.
+// Everything else is judged as usual, without touching the statement's own
+// state (summary, SELECT seen, insert targets).
+func (a *Authorizer) nested(c Call) *Violation {
+	switch c.Action {
+	case ActionInsert, ActionUpdate, ActionDelete:
+		if v := a.database(c.Action, c.Arg1, c.DB); v != nil {
+			return v
+		}
+		if !IsProtected(c.Arg1) && !hasSQLitePrefix(c.Arg1) && hasShadowSuffix(c.Arg1) {
+			return nil
+		}
+	case ActionPragma:
+		// A module's PRAGMA is no PRAGMA statement of the agent's.
+		saved := a.selectSeen
+		a.selectSeen = true
+		defer func() { a.selectSeen = saved }()
+	case ActionSelect:
+		return nil
+	}
+	saved := a.summary
+	defer func() { a.summary = saved }()
+	return a.decide(c)
 }
 
 // deniedFunctions load native code or touch files outside the database.
@@ -226,28 +338,40 @@ var vtabModules = map[string][]string{
 	"rtree": {"_node", "_rowid", "_parent"},
 }
 
-func (a *Authorizer) decide(action int, arg1, arg2, dbName, trigger string) *Violation {
+// hasShadowSuffix reports a name ending like a shadow table of one of
+// vtabModules (geopoly, compiled in as well, uses R*Tree's).
+func hasShadowSuffix(name string) bool {
+	n := FoldName(name)
+	for _, suffixes := range vtabModules {
+		for _, s := range suffixes {
+			if len(n) > len(s) && strings.HasSuffix(n, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *Authorizer) decide(c Call) *Violation {
+	action, arg1, arg2, dbName, trigger := c.Action, c.Arg1, c.Arg2, c.DB, c.Trigger
 	switch action {
 	case ActionSelect:
 		a.selectSeen = true
 		return nil
 	case ActionRead:
-		if n, ok := strings.CutPrefix(strings.ToLower(arg1), "pragma_"); ok {
-			if a.pragmaFns == nil {
-				a.pragmaFns = make(map[string]bool)
-			}
-			a.pragmaFns[n] = true
+		if SameName(arg1, "sqlite_dbpage") {
+			return a.policy("reading sqlite_dbpage is not allowed in any tool: it returns raw database pages, including free pages that still hold deleted rows")
 		}
 		return nil
 	case ActionRecursive:
 		return nil
 	case ActionFunction:
-		if why, bad := deniedFunctions[strings.ToLower(arg2)]; bad {
+		if why, bad := deniedFunctions[FoldName(arg2)]; bad {
 			return a.policy(fmt.Sprintf("%s() is not allowed in any tool: %s", arg2, why))
 		}
 		return nil
 	case ActionPragma:
-		return a.pragma(arg1, arg2)
+		return a.pragma(arg1, arg2, c.Arg2Null)
 	case ActionInsert, ActionUpdate, ActionDelete:
 		if v := a.database(action, arg1, dbName); v != nil {
 			return v
@@ -322,14 +446,14 @@ func (a *Authorizer) write(action int, table, trigger string) *Violation {
 		// FTS5/R*Tree upkeep. R*Tree prepares these when it connects, even
 		// for a SELECT; defensive mode keeps agent SQL off shadow tables.
 		return nil
-	case action == ActionDelete && a.ddlSeen && a.createView != "" && strings.EqualFold(table, a.createView):
+	case action == ActionDelete && a.ddlSeen && a.createView != "" && SameName(table, a.createView):
 		return nil // DROP VIEW reports a DELETE of the view it drops
 	case hasSQLitePrefix(table):
 		if a.ddlSeen && isUpkeepTable(table) {
 			return nil // DROP TABLE and ALTER TABLE clean up sqlite_stat*/sqlite_sequence
 		}
 		msg := fmt.Sprintf("%s on %s is not allowed in any tool: it is SQLite's own table", actionWord(action), table)
-		if action == ActionDelete && strings.HasPrefix(strings.ToLower(table), "sqlite_stat") {
+		if action == ActionDelete && strings.HasPrefix(FoldName(table), "sqlite_stat") {
 			// ANALYZE t deletes t's rows before it reports itself.
 			msg += " (ANALYZE of a single table or index clears its statistics this way and is refused too; run ANALYZE without a name)"
 		}
@@ -369,7 +493,7 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 		}
 		return a.require(Write, what, trigger)
 	case ActionCreateVTable:
-		suffixes, ok := vtabModules[strings.ToLower(arg2)]
+		suffixes, ok := vtabModules[FoldName(arg2)]
 		if !ok {
 			return a.policy(fmt.Sprintf("CREATE VIRTUAL TABLE ... USING %s is not allowed in any tool; only the fts5 and rtree modules are", arg2))
 		}
@@ -380,11 +504,11 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 			a.newShadow = make(map[string]bool)
 		}
 		for _, s := range suffixes {
-			a.newShadow[strings.ToLower(arg1+s)] = true
+			a.newShadow[FoldName(arg1+s)] = true
 		}
 		return nil
 	case ActionCreateView, ActionDropView:
-		if a.createView != "" && strings.EqualFold(arg1, a.createView) {
+		if a.createView != "" && SameName(arg1, a.createView) {
 			return nil
 		}
 		if action == ActionCreateView {
@@ -403,9 +527,9 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 // sqlite_temp_master (ALTER TABLE rewrites it) stays allowed.
 func (a *Authorizer) database(action int, table, db string) *Violation {
 	switch {
-	case db == "" || strings.EqualFold(db, "main"):
+	case db == "" || SameName(db, "main"):
 		return nil
-	case strings.EqualFold(db, "temp"):
+	case SameName(db, "temp"):
 		if isSchemaTable(table) {
 			return nil
 		}
@@ -414,8 +538,13 @@ func (a *Authorizer) database(action int, table, db string) *Violation {
 	return a.policy(fmt.Sprintf("%s in database %s is not allowed in any tool: only the main database can be changed", actionWord(action), db))
 }
 
-func (a *Authorizer) pragma(name, value string) *Violation {
-	n := strings.ToLower(name)
+// pragma judges PRAGMA name, with value unless valueNull. An introspection
+// PRAGMA's argument names an object; any other PRAGMA with a value sets
+// that value, even an empty one (PRAGMA journal_mode = ” leaves WAL,
+// PRAGMA user_version = ” stores 0), so only its value-less read is
+// allowed.
+func (a *Authorizer) pragma(name, value string, valueNull bool) *Violation {
+	n := FoldName(name)
 	if a.mode == Select && !a.selectSeen {
 		// Inside a SELECT, PRAGMAs come from pragma_* table-valued
 		// functions and FTS5; a PRAGMA statement reports its PRAGMA first.
@@ -424,17 +553,13 @@ func (a *Authorizer) pragma(name, value string) *Violation {
 	switch {
 	case introspectionPragmas[n]:
 		return nil
-	case value != "":
-		return a.policy(fmt.Sprintf("PRAGMA %s = %s is not allowed in any tool: PRAGMAs that set a value are refused; reading a setting (PRAGMA %s) is allowed", n, value, n))
-	case settingPragmas[n]:
-		return nil
-	case persistentPragmas[n]:
-		// pragma_x reports READ pragma_x while compiling and PRAGMA x
-		// when it runs; a PRAGMA x statement reports only the PRAGMA.
-		if a.pragmaFns[n] {
-			return nil
+	case !valueNull:
+		shown := value
+		if shown == "" {
+			shown = "''"
 		}
-		a.summary.SettingRead = true
+		return a.policy(fmt.Sprintf("PRAGMA %s = %s is not allowed in any tool: a PRAGMA with a value sets it, whatever the value (even ''); reading a setting (PRAGMA %s, no value) is allowed", n, shown, n))
+	case settingPragmas[n]:
 		return nil
 	}
 	return a.policy(fmt.Sprintf("PRAGMA %s is not allowed in any tool; only introspection PRAGMAs (table_info, index_list, ...) and reads of settings are", n))
@@ -462,7 +587,7 @@ func (a *Authorizer) require(need Mode, what, trigger string) *Violation {
 }
 
 func (a *Authorizer) protected(table, trigger string) *Violation {
-	name := strings.ToLower(table)
+	name := FoldName(table)
 	msg := name + " is managed by the server and is append-only; it cannot be changed through SQL tools"
 	if name == "query_errors" {
 		msg = name + " is managed by the server; it cannot be changed through SQL tools"
@@ -490,17 +615,17 @@ func (a *Authorizer) readOnly(msg string) *Violation {
 }
 
 func (a *Authorizer) isShadow(table string) bool {
-	t := strings.ToLower(table)
+	t := FoldName(table)
 	return a.shadow[t] || a.newShadow[t]
 }
 
 func hasSQLitePrefix(name string) bool {
-	return len(name) >= 7 && strings.EqualFold(name[:7], "sqlite_")
+	return len(name) >= 7 && SameName(name[:7], "sqlite_")
 }
 
 // isSchemaTable reports the schema tables whose writes are DDL bookkeeping.
 func isSchemaTable(name string) bool {
-	switch strings.ToLower(name) {
+	switch FoldName(name) {
 	case "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema":
 		return true
 	}
@@ -509,7 +634,7 @@ func isSchemaTable(name string) bool {
 
 // isUpkeepTable reports the SQLite tables that DDL updates after itself.
 func isUpkeepTable(name string) bool {
-	switch strings.ToLower(name) {
+	switch FoldName(name) {
 	case "sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4":
 		return true
 	}

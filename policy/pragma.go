@@ -21,11 +21,14 @@ var introspectionPragmas = map[string]bool{
 	"quick_check":       true,
 }
 
-// settingPragmas may be read without a value. The driver reports
-// PRAGMA x = "" exactly like PRAGMA x (NULL and "" both arrive as ""), so
-// this list only holds settings whose empty-value form is harmless: it is
-// read-only, ignored, or changes only the worker's one-statement connection.
+// settingPragmas may be read without a value (PRAGMA x, or SELECT * FROM
+// pragma_x). With a value they are refused like every PRAGMA that is not
+// introspection: SQLite reports PRAGMA x with a NULL value and
+// PRAGMA x = ” with an empty one, and the worker's binding tells the two
+// apart. The list includes the settings stored in the file.
 var settingPragmas = map[string]bool{
+	"application_id":            true,
+	"auto_vacuum":               true,
 	"automatic_index":           true,
 	"busy_timeout":              true,
 	"cache_size":                true,
@@ -38,6 +41,7 @@ var settingPragmas = map[string]bool{
 	"freelist_count":            true,
 	"hard_heap_limit":           true,
 	"ignore_check_constraints":  true,
+	"journal_mode":              true,
 	"journal_size_limit":        true,
 	"locking_mode":              true,
 	"max_page_count":            true,
@@ -48,26 +52,13 @@ var settingPragmas = map[string]bool{
 	"read_uncommitted":          true,
 	"recursive_triggers":        true,
 	"reverse_unordered_selects": true,
+	"schema_version":            true,
 	"secure_delete":             true,
 	"soft_heap_limit":           true,
 	"synchronous":               true,
 	"temp_store":                true,
 	"threads":                   true,
 	"trusted_schema":            true,
+	"user_version":              true,
 	"wal_autocheckpoint":        true,
-}
-
-// persistentPragmas are settings stored in the database file. Their
-// empty-value form writes it (PRAGMA journal_mode = "" switches WAL to
-// DELETE even under query_only; PRAGMA user_version = "" stores 0), and the
-// authorizer cannot tell it from a read: it allows them flagged
-// (Summary.SettingRead) and the worker checks the compiled program. Their
-// table-valued functions (SELECT * FROM pragma_journal_mode) take no value
-// and need no check.
-var persistentPragmas = map[string]bool{
-	"application_id": true,
-	"auto_vacuum":    true,
-	"journal_mode":   true,
-	"schema_version": true,
-	"user_version":   true,
 }

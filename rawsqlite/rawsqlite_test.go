@@ -457,8 +457,8 @@ func TestAuthorizer(t *testing.T) {
 		dbName, inside string
 	}
 	var calls []call
-	record := func(action int, arg1, arg2, dbName, trigger string) int {
-		calls = append(calls, call{action, arg1, arg2, dbName, trigger})
+	record := func(r AuthRequest) int {
+		calls = append(calls, call{r.Action, r.Arg1, r.Arg2, r.DB, r.Trigger})
 		return AuthOK
 	}
 	if err := c.SetAuthorizer(record); err != nil {
@@ -497,8 +497,8 @@ func TestAuthorizer(t *testing.T) {
 	}
 
 	deny := func(what int) AuthorizerFunc {
-		return func(action int, _, _, _, _ string) int {
-			if action == what {
+		return func(r AuthRequest) int {
+			if r.Action == what {
 				return AuthDeny
 			}
 			return AuthOK
@@ -510,19 +510,19 @@ func TestAuthorizer(t *testing.T) {
 		sql       string
 	}{
 		{"deny insert", "not authorized", deny(AuthInsert), "INSERT INTO t(b) VALUES ('x')"},
-		{"deny insert from a trigger", "not authorized", func(action int, arg1, _, _, trigger string) int {
-			if action == AuthInsert && trigger == "tr" {
+		{"deny insert from a trigger", "not authorized", func(r AuthRequest) int {
+			if r.Action == AuthInsert && r.Trigger == "tr" {
 				return AuthDeny
 			}
 			return AuthOK
 		}, "INSERT INTO t(b) VALUES ('x')"},
-		{"panic denies", "not authorized", func(action int, _, _, _, _ string) int {
-			if action == AuthInsert {
+		{"panic denies", "not authorized", func(r AuthRequest) int {
+			if r.Action == AuthInsert {
 				panic("boom")
 			}
 			return AuthOK
 		}, "INSERT INTO t(b) VALUES ('x')"},
-		{"unknown answer denies", "not authorized", func(int, string, string, string, string) int { return 7 }, "SELECT 1"},
+		{"unknown answer denies", "not authorized", func(AuthRequest) int { return 7 }, "SELECT 1"},
 		// VACUUM is not authorized at prepare; its internal ATTACH is, at Step.
 		{"deny attach blocks VACUUM when it runs", "authorization denied", deny(AuthAttach), "VACUUM"},
 	}
@@ -544,8 +544,8 @@ func TestAuthorizer(t *testing.T) {
 			mustExec(t, c, "INSERT INTO t(b) VALUES ('secret')")
 		}
 		mustExecNoAuth()
-		c.SetAuthorizer(func(action int, arg1, arg2, _, _ string) int {
-			if action == AuthRead && arg2 == "b" {
+		c.SetAuthorizer(func(r AuthRequest) int {
+			if r.Action == AuthRead && r.Arg2 == "b" {
 				return AuthIgnore
 			}
 			return AuthOK
@@ -873,5 +873,121 @@ func BenchmarkScan100k(b *testing.B) {
 		if rows != 100000 {
 			b.Fatalf("rows = %d", rows)
 		}
+	}
+}
+
+// TestAuthorizerNullAndNesting checks the two facts the trampoline adds to
+// SQLite's arguments: a NULL Arg2 (PRAGMA x) told from an empty one
+// (PRAGMA x = ”), and statements a virtual table prepares while another
+// compiles told from the statement itself and its trigger bodies.
+func TestAuthorizerNullAndNesting(t *testing.T) {
+	c, path := openTemp(t)
+	mustExec(t, c, `CREATE VIRTUAL TABLE rt USING rtree(id, minx, maxx);
+		CREATE TABLE t(x); CREATE TABLE log(x);
+		CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO log VALUES (new.x); END;
+		CREATE TABLE p(id INTEGER PRIMARY KEY); CREATE TABLE ch(p REFERENCES p ON DELETE CASCADE);
+		PRAGMA foreign_keys = ON`)
+	// A fresh connection, so that rt is not connected yet.
+	c.Close()
+	c, err := Open(path, ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustExec(t, c, "PRAGMA foreign_keys = ON")
+
+	var got []AuthRequest
+	if err := c.SetAuthorizer(func(r AuthRequest) int {
+		got = append(got, r)
+		return AuthOK
+	}); err != nil {
+		t.Fatal(err)
+	}
+	find := func(action int, arg1 string) []AuthRequest {
+		var out []AuthRequest
+		for _, r := range got {
+			if r.Action == action && r.Arg1 == arg1 {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	type want struct {
+		action       int
+		arg1         string
+		nested, null bool
+	}
+	cases := []struct {
+		name, sql string
+		want      []want
+	}{
+		{"pragma without value", "PRAGMA user_version", []want{{AuthPragma, "user_version", false, true}}},
+		{"pragma with empty value", "PRAGMA user_version = ''", []want{{AuthPragma, "user_version", false, false}}},
+		{"pragma with empty call value", "PRAGMA cache_size('')", []want{{AuthPragma, "cache_size", false, false}}},
+		{"rtree connecting prepares its upkeep", "SELECT minx FROM rt", []want{
+			{AuthRead, "rt", false, false}, {AuthInsert, "rt_node", true, true}, {AuthDelete, "rt_parent", true, true}}},
+		{"a trigger body is the statement's", "INSERT INTO t VALUES (1)", []want{{AuthInsert, "t", false, true}, {AuthInsert, "log", false, true}}},
+		{"a foreign-key action is the statement's", "REPLACE INTO p VALUES (1)", []want{{AuthDelete, "ch", false, true}}},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got = nil
+			st, _, err := c.Prepare(tt.sql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Finalize()
+			for _, w := range tt.want {
+				rs := find(w.action, w.arg1)
+				if len(rs) == 0 {
+					t.Fatalf("no action %d on %q in %+v", w.action, w.arg1, got)
+				}
+				for _, r := range rs {
+					if r.Nested != w.nested || r.Arg2Null != w.null {
+						t.Errorf("%+v: want Nested %v, Arg2Null %v", r, w.nested, w.null)
+					}
+				}
+			}
+		})
+	}
+	if c.NestedPrepare() {
+		t.Error("NestedPrepare is true while nothing compiles")
+	}
+}
+
+func TestOverloadInnocuous(t *testing.T) {
+	c, _ := openTemp(t)
+	mustExec(t, c, `CREATE VIRTUAL TABLE f USING fts5(b);
+		INSERT INTO f VALUES ('alpha beta'), ('gamma');
+		CREATE VIEW hits AS SELECT rowid, highlight(f, 0, '[', ']') AS h FROM f WHERE f MATCH 'alpha'`)
+	if _, err := c.DBConfig(ConfigTrustedSchema, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAll(c, "SELECT * FROM hits"); err == nil || !strings.Contains(err.Error(), "unsafe use of") {
+		t.Fatalf("before: error %v, want an unsafe use", err)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"match", 2}, {"highlight", -1}} {
+		if err := c.OverloadInnocuous(f.name, f.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _, err := c.Prepare("SELECT h FROM hits")
+	if err != nil {
+		t.Fatalf("after: %v", err)
+	}
+	defer st.Finalize()
+	if row, err := st.Step(); err != nil || !row || st.ColumnText(0) != "[alpha] beta" {
+		t.Fatalf("after: row %v, err %v, value %q", row, err, st.ColumnText(0))
+	}
+	// Without a virtual table behind it, the placeholder fails as SQLite's does.
+	err = runAll(c, "SELECT highlight('x', 0)")
+	if err == nil || err.Error() != "unable to use function highlight in the requested context" {
+		t.Fatalf("placeholder: %v", err)
+	}
+	if err := c.OverloadInnocuous("", 1); err == nil {
+		t.Fatal("empty name accepted")
 	}
 }

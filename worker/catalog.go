@@ -29,7 +29,7 @@ func (ex *executor) objects() ([]object, error) {
 	var objs []object
 	err = ex.each("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY rowid", func(st *rawsqlite.Stmt) error {
 		o := object{typ: st.ColumnText(0), name: st.ColumnText(1), table: st.ColumnText(2), sql: st.ColumnText(3)}
-		o.shadow = shadow[strings.ToLower(o.name)]
+		o.shadow = shadow[policy.FoldName(o.name)]
 		o.system = policy.IsProtected(o.name) || policy.IsProtected(o.table)
 		objs = append(objs, o)
 		return nil
@@ -116,7 +116,7 @@ func (ex *executor) findTable(name string) (object, error) {
 		return object{}, err
 	}
 	for _, o := range objs {
-		if (o.typ == "table" || o.typ == "view") && strings.EqualFold(o.name, name) {
+		if (o.typ == "table" || o.typ == "view") && policy.SameName(o.name, name) {
 			return o, nil
 		}
 	}
@@ -317,8 +317,26 @@ func (ex *executor) schema() (*ipc.Response, error) {
 	}
 	for _, o := range shown {
 		b.WriteString("\n")
-		b.WriteString(o.sql)
-		b.WriteString(";\n")
+		b.WriteString(terminated(o.sql))
+		b.WriteString("\n")
 	}
 	return &ipc.Response{Text: strings.TrimSuffix(b.String(), "\n"), Rows: int64(len(shown))}, nil
+}
+
+// terminated ends a stored CREATE statement with a ';' that sqlite3 sees,
+// so that get_schema's output replays into the same schema. SQLite stores
+// a comment that follows the last token of a view or an index: after a --
+// comment the ';' goes on a line of its own (views are stored without
+// trailing white space, so the replay stores the same text; the worker
+// ends an agent statement that stops inside a -- comment with a line
+// break, so indexes keep it). A /* comment that never closes, which no tool
+// stores any more, is closed, the one change a replay makes to such text.
+func terminated(sql string) string {
+	switch {
+	case !strings.Contains(sql, "--") && !strings.Contains(sql, "/*"), rawsqlite.Complete(sql + ";"):
+		return sql + ";"
+	case rawsqlite.Complete(sql + "\n;"):
+		return sql + "\n;"
+	}
+	return sql + " */;"
 }

@@ -12,7 +12,7 @@ import (
 
 // query runs the agent's one statement under the request's mode.
 func (ex *executor) query() (*ipc.Response, error) {
-	st, _, err := ex.compile(ex.req.SQL)
+	st, text, err := ex.compile(ex.req.SQL)
 	if err != nil {
 		return nil, err
 	}
@@ -20,7 +20,9 @@ func (ex *executor) query() (*ipc.Response, error) {
 	// What the statement does is read right after it compiles: FTS5 and
 	// R*Tree add their own upkeep actions once it runs.
 	sum := ex.auth.Summary()
-	if ex.mode <= policy.Read || sum.SettingRead {
+	if ex.mode <= policy.Read || st.IsExplain() != 0 {
+		// EXPLAIN lists the program of a statement the policy allowed and
+		// runs none of it.
 		return ex.read(st, sum)
 	}
 	if st.Readonly() && st.ColumnCount() > 0 && !sum.Writes() {
@@ -31,19 +33,31 @@ func (ex *executor) query() (*ipc.Response, error) {
 	if err := ex.refuseVacuum(st); err != nil {
 		return nil, err
 	}
+	if sum.Schema && endsInOpenComment(text) {
+		return nil, ipc.NewError(ipc.CodeInvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
+	}
+	if err := ex.checkFTSCommands(st); err != nil {
+		return nil, err
+	}
 	return ex.write(st, sum)
 }
 
 // read renders a read-only statement. SQLite's own verdict backs the policy:
-// a statement it does not call read-only is refused here too.
+// a statement it does not call read-only is refused here too; an EXPLAIN
+// runs nothing of the statement it lists.
 func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
-	if sum.SettingRead {
-		// PRAGMA journal_mode reads; PRAGMA journal_mode = '' looks the same
-		// to the authorizer but writes: the compiled program tells them apart.
-		if writes, err := ex.programWrites(st); err != nil || writes {
-			return nil, ipc.NewError(ipc.CodePolicy, "this PRAGMA would change a setting stored in the database file, which no tool allows; read it with PRAGMA name (no value) or SELECT * FROM pragma_name")
+	explain := st.IsExplain() != 0
+	readOnly := explain || st.Readonly()
+	if !readOnly {
+		// PRAGMA journal_mode (no value) only asks for the mode, yet SQLite
+		// calls every program with a JournalMode instruction writing.
+		writes, err := ex.programWrites(st)
+		if err != nil {
+			return nil, ex.uncheckable(err)
 		}
-	} else if !st.Readonly() || (ex.mode == policy.Select && st.IsExplain() != 0) {
+		readOnly = !writes
+	}
+	if !readOnly || (ex.mode == policy.Select && explain) {
 		if ex.mode == policy.Select {
 			return nil, ipc.NewError(ipc.CodeReadOnly, "only SELECT or WITH ... SELECT statements are allowed; this server is read-only")
 		}
@@ -178,38 +192,45 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
 }
 
-// explain walks the compiled program of st (opcode, p1, p2, p3).
-func (ex *executor) explain(st *rawsqlite.Stmt, fn func(op string, p1, p2, p3 int64)) error {
-	return ex.each("EXPLAIN "+st.SQL(), func(p *rawsqlite.Stmt) error {
-		fn(p.ColumnText(1), p.ColumnInt64(2), p.ColumnInt64(3), p.ColumnInt64(4))
+// program lists the compiled program of st, trigger programs included, as
+// EXPLAIN shows it. The text is compiled again with the policy silent and
+// never run; on the same connection and schema it compiles to the same
+// program.
+func (ex *executor) program(st *rawsqlite.Stmt) ([]policy.Op, error) {
+	var ops []policy.Op
+	err := ex.each("EXPLAIN "+st.SQL(), func(p *rawsqlite.Stmt) error {
+		ops = append(ops, policy.Op{Addr: p.ColumnInt64(0), Opcode: p.ColumnText(1),
+			P1: p.ColumnInt64(2), P2: p.ColumnInt64(3), P3: p.ColumnInt64(4), P4: p.ColumnText(5)})
 		return nil
 	})
+	return ops, err
 }
 
-// programWrites reports whether st's program opens a write transaction,
-// sets a header cookie or changes the journal mode.
+// programWrites reports whether st's program has an instruction for which
+// SQLite calls a statement writing (sqlite3_stmt_readonly false): a write
+// transaction, a checkpoint, VACUUM, or a journal-mode change. A
+// JournalMode instruction whose P3 is -1 only queries the mode.
 func (ex *executor) programWrites(st *rawsqlite.Stmt) (bool, error) {
-	writes := false
-	err := ex.explain(st, func(op string, _, p2, p3 int64) {
+	ops, err := ex.program(st)
+	for _, op := range ops {
 		switch {
-		case op == "Transaction" && p2 != 0, op == "SetCookie", op == "Vacuum",
-			op == "JournalMode" && p3 != -1:
-			writes = true
+		case op.Opcode == "Transaction" && op.P2 != 0, op.Opcode == "Checkpoint", op.Opcode == "Vacuum",
+			op.Opcode == "JournalMode" && op.P3 != -1:
+			return true, err
 		}
-	})
-	return writes, err
+	}
+	return false, err
 }
 
 // refuseVacuum covers what the authorizer never sees: VACUUM (and VACUUM
 // INTO, which writes another file) compile without an authorizer callback,
 // so the compiled program itself is inspected for its Vacuum opcode.
 func (ex *executor) refuseVacuum(st *rawsqlite.Stmt) error {
+	ops, err := ex.program(st)
 	found := false
-	err := ex.explain(st, func(op string, _, _, _ int64) {
-		if op == "Vacuum" {
-			found = true
-		}
-	})
+	for _, op := range ops {
+		found = found || op.Opcode == "Vacuum"
+	}
 	if err != nil {
 		// EXPLAIN of a statement that compiled cannot fail but for limits;
 		// refuse rather than run something unchecked.

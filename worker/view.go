@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -77,6 +78,9 @@ func (ex *executor) createView() (*ipc.Response, error) {
 	if _, err := ex.stepAgent(st); err != nil {
 		return nil, err
 	}
+	if err := ex.readBack(v.Name); err != nil {
+		return nil, err
+	}
 	if err := ex.exec("COMMIT"); err != nil {
 		return nil, err
 	}
@@ -105,5 +109,47 @@ func (ex *executor) checkedSelect(sql string) (string, error) {
 		return "", ipc.NewError(ipc.CodeInvalidArgument, "select_sql must be one SELECT (or WITH ... SELECT) statement")
 	}
 	text = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(text), ";"))
+	if endsInOpenComment(text) {
+		// SQLite would store the open comment as the end of the view, and
+		// no statement could follow it in get_schema's output.
+		return "", ipc.NewError(ipc.CodeInvalidArgument, "select_sql ends inside a /* comment that is never closed; close it with */ or remove it")
+	}
 	return text, nil
+}
+
+// readBack compiles a read of the view just created, under the read policy
+// as read_query would, before create_view commits: a view SQLite will not
+// read is refused instead of stored. With trusted_schema=OFF (a worker
+// backstop), a view may only use functions and virtual tables marked
+// innocuous: pragma_* table-valued functions, rtreecheck() and the like
+// work in read_query but not inside a view.
+func (ex *executor) readBack(name string) error {
+	saved := ex.auth
+	ex.auth = policy.New(policy.Read, policy.Options{})
+	defer func() { ex.auth = saved }()
+	st, _, err := ex.compile("SELECT * FROM " + quoteIdent(name))
+	if err == nil {
+		st.Finalize()
+		return nil
+	}
+	var coded *ipc.Error
+	if errors.As(err, &coded) && coded.Code != ipc.CodeSQL {
+		return err
+	}
+	msg := err.Error()
+	if coded != nil {
+		msg = coded.Message
+	}
+	why := ""
+	if strings.Contains(msg, "unsafe use of") {
+		why = " (the server runs SQLite with trusted_schema=OFF: a view may not use pragma_* table-valued functions, or functions and virtual tables that are not marked innocuous, such as rtreecheck(); full-text MATCH, bm25(), highlight() and snippet() are fine)"
+	}
+	return ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf(
+		"select_sql runs on its own but SQLite would not read it as a view: %s%s; nothing was stored. Run this SELECT with read_query instead, or save a view without it", msg, why))
+}
+
+// endsInOpenComment reports SQL whose end lies inside a /* comment that
+// never closes (a -- comment ends at a line break, a /* comment does not).
+func endsInOpenComment(sql string) bool {
+	return !rawsqlite.Complete(sql+"\n;") && rawsqlite.Complete(sql+"*/;")
 }

@@ -204,9 +204,16 @@ func TestSettingReads(t *testing.T) {
 		{"read", "PRAGMA journal_mode", "", "journal_mode\nwal\n# 1 rows"},
 		{"read", "PRAGMA user_version", "", "user_version\n0\n# 1 rows"},
 		{"write", "PRAGMA application_id", "", "application_id\n0\n# 1 rows"},
-		{"read", "PRAGMA journal_mode = ''", ipc.CodePolicy, "would change a setting"},
-		{"destructive", "PRAGMA user_version = ''", ipc.CodePolicy, "would change a setting"},
-		{"read", "PRAGMA schema_version = ''", ipc.CodePolicy, "would change a setting"},
+		{"read", "PRAGMA main.journal_mode", "", "journal_mode\nwal\n# 1 rows"},
+		{"read", "EXPLAIN PRAGMA user_version", "", "addr,opcode,p1,p2,p3,p4,p5,comment"},
+		{"read", "EXPLAIN QUERY PLAN SELECT * FROM t WHERE id = 1", "", "SEARCH t USING INTEGER PRIMARY KEY"},
+		{"read", "PRAGMA journal_mode = ''", ipc.CodePolicy, "PRAGMA journal_mode = '' is not allowed in any tool: a PRAGMA with a value sets it"},
+		{"destructive", "PRAGMA user_version = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
+		{"read", "PRAGMA schema_version = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
+		{"read", "PRAGMA query_only = ''", ipc.CodePolicy, "PRAGMA query_only = '' is not allowed"},
+		{"read", "PRAGMA auto_vacuum = ''", ipc.CodePolicy, "PRAGMA auto_vacuum = '' is not allowed"},
+		{"read", "PRAGMA auto_vacuum = 1", ipc.CodePolicy, "PRAGMA auto_vacuum = 1 is not allowed"},
+		{"write", "EXPLAIN PRAGMA journal_mode = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+" "+tt.sql, func(t *testing.T) {
@@ -216,7 +223,7 @@ func TestSettingReads(t *testing.T) {
 				if resp.OK || resp.Code != tt.code || !strings.Contains(resp.Message, tt.text) {
 					t.Fatalf("got %+v", resp)
 				}
-			} else if !resp.OK || resp.Text != tt.text {
+			} else if !resp.OK || !strings.Contains(resp.Text, tt.text) {
 				t.Fatalf("got %+v", resp)
 			}
 			// Whatever happened, the file is still in WAL mode.
