@@ -106,10 +106,10 @@ type Auditor interface {
 }
 
 // Audit queues one query_log row for the memory database (see
-// [auditWriter]); it never waits for the database. ctx is not used: the
-// row outlives the call.
+// [auditWriter]); it never waits for a lock. ctx is not used: the row
+// outlives the call.
 func (s *Store) Audit(_ context.Context, e AuditEntry) error {
-	return s.audit.enqueue(e)
+	return s.audit.audit(e)
 }
 
 // FlushAudit waits until every row queued before the call is written, or
@@ -155,7 +155,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 
 // Audit queues one query_log row for the audit file; it never waits for
 // the database.
-func (a *AuditDB) Audit(_ context.Context, e AuditEntry) error { return a.w.enqueue(e) }
+func (a *AuditDB) Audit(_ context.Context, e AuditEntry) error { return a.w.audit(e) }
 
 // FlushAudit waits until every row queued before the call is written, or
 // ctx ends.
@@ -178,9 +178,15 @@ var (
 	// Error level, each in full, instead.
 	AuditFlushTimeout = 10 * time.Second
 	// auditBusyTimeout is one write attempt's wait for the lock.
-	auditBusyTimeout = 100 * time.Millisecond
+	auditBusyTimeout = 20 * time.Millisecond
+	// auditSettle bounds how long Audit waits for its row while rows are
+	// flowing (see auditWriter.audit).
+	auditSettle = 50 * time.Millisecond
 	// auditRetryMax is the longest pause between attempts.
 	auditRetryMax = time.Second
+	// auditWarnAfter is how long rows wait before the episode is logged:
+	// another server's quick commit is not worth a line.
+	auditWarnAfter = time.Second
 )
 
 // auditBatchMax bounds the rows of one transaction.
@@ -192,11 +198,17 @@ var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged in
 
 // auditWriter is the query_log queue shared by Store and AuditDB. Rows are
 // queued in the order Audit is called and written by one goroutine, several
-// in one transaction when several wait, as soon as the write lock allows:
-// a call never waits for the database, and a lock held by another process
-// only delays the rows, which are retried without limit while the log is
-// open (one Warn line when they start waiting, one Info line when they are
-// written). Closing writes what is queued, waiting up to AuditFlushTimeout.
+// in one transaction when several wait, as soon as the write lock allows. A
+// lock held by another process only delays the rows, which are retried
+// without limit while the log is open (one Warn line when they start
+// waiting, one Info line when they are written). Closing writes what is
+// queued, waiting up to AuditFlushTimeout.
+//
+// While rows flow (the last write succeeded), Audit waits for its own row,
+// which takes well under a millisecond and at most auditSettle: a caller
+// that answers after Audit returns can count on the row being readable
+// (an agent reading query_errors right after a failed call sees it). Once a
+// write has failed, until one succeeds, Audit waits for nothing.
 type auditWriter struct {
 	db  *sql.DB
 	mu  *sync.Mutex // the owner's write mutex, held while a batch is written
@@ -207,7 +219,8 @@ type auditWriter struct {
 	queue    []queuedRow
 	queued   uint64        // rows ever queued
 	written  uint64        // rows ever written
-	progress chan struct{} // closed and replaced whenever rows are written
+	progress chan struct{} // closed and replaced whenever rows are written or stop flowing
+	flowing  bool          // false from a failed write until a write succeeds
 	started  bool
 	closed   bool
 	wake     chan struct{} // one pending wake-up is enough
@@ -236,6 +249,7 @@ func newAuditWriter(db *sql.DB, mu *sync.Mutex, now func() time.Time, log hclog.
 	return &auditWriter{
 		db: db, mu: mu, now: now, log: log,
 		progress: make(chan struct{}),
+		flowing:  true,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -265,18 +279,45 @@ func (w *auditWriter) row(e AuditEntry) queuedRow {
 	return r
 }
 
-// enqueue queues e and wakes the writer; the goroutine starts with the
-// first row, so a store that is only read (verify) never starts one.
-func (w *auditWriter) enqueue(e AuditEntry) error {
+// audit queues e, then waits for it while rows flow (see auditWriter).
+func (w *auditWriter) audit(e AuditEntry) error {
+	seq, err := w.enqueue(e)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(auditSettle)
+	defer t.Stop()
+	w.qmu.Lock()
+	for w.written < seq && w.flowing {
+		ch := w.progress
+		w.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-w.done:
+			return nil
+		}
+		w.qmu.Lock()
+	}
+	w.qmu.Unlock()
+	return nil
+}
+
+// enqueue queues e and wakes the writer, and returns the row's sequence
+// number. The goroutine starts with the first row, so a store that is only
+// read (verify) never starts one.
+func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
 	r := w.row(e)
 	w.qmu.Lock()
 	if w.closed {
 		w.qmu.Unlock()
 		w.logLost("audit row arrived after the audit log was closed", []queuedRow{r})
-		return ErrAuditClosed
+		return 0, ErrAuditClosed
 	}
 	w.queue = append(w.queue, r)
 	w.queued++
+	seq := w.queued
 	if !w.started {
 		w.started = true
 		go w.run()
@@ -286,7 +327,13 @@ func (w *auditWriter) enqueue(e AuditEntry) error {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return nil
+	return seq, nil
+}
+
+// signal wakes everyone waiting on progress; call with qmu held.
+func (w *auditWriter) signal() {
+	close(w.progress)
+	w.progress = make(chan struct{})
 }
 
 // flush waits until the rows queued before it are written.
@@ -327,7 +374,7 @@ func (w *auditWriter) run() {
 	defer w.release()
 	pause := 10 * time.Millisecond
 	var waitingSince, flushBy time.Time
-	stopping := false
+	stopping, warned := false, false
 	for {
 		w.qmu.Lock()
 		n := min(len(w.queue), auditBatchMax)
@@ -349,19 +396,26 @@ func (w *auditWriter) run() {
 			w.qmu.Lock()
 			w.queue = w.queue[n:]
 			w.written += uint64(n)
-			close(w.progress)
-			w.progress = make(chan struct{})
+			w.flowing = true
+			w.signal()
 			left := len(w.queue)
 			w.qmu.Unlock()
-			if !waitingSince.IsZero() {
+			if warned {
 				w.log.Info("audit rows written after waiting", "waited", time.Since(waitingSince).Round(time.Millisecond).String(), "still_queued", left)
-				waitingSince = time.Time{}
 			}
+			waitingSince, warned = time.Time{}, false
 			pause = 10 * time.Millisecond
 			continue
 		}
 		if waitingSince.IsZero() {
 			waitingSince = time.Now()
+			w.qmu.Lock()
+			w.flowing = false
+			w.signal()
+			w.qmu.Unlock()
+		}
+		if !warned && time.Since(waitingSince) >= auditWarnAfter {
+			warned = true
 			w.log.Warn("audit rows are waiting: the database refused the write (another connection holds the write lock?); they stay queued in order and are retried until written", "queued", w.pending(), "error", err)
 		}
 		if stopping && time.Now().After(flushBy) {
@@ -372,13 +426,15 @@ func (w *auditWriter) run() {
 			w.logLost(fmt.Sprintf("audit row not written: the database still refused it %s after shutdown began", AuditFlushTimeout), lost)
 			return
 		}
+		stop := w.stop
+		if stopping {
+			stop = nil // closed: it would end every pause at once
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
-		case <-w.stop:
-			if !stopping {
-				stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
-			}
+		case <-stop:
+			stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
 		}
 		t.Stop()
 		pause = min(2*pause, auditRetryMax)

@@ -61,6 +61,9 @@ func entry(i int) AuditEntry {
 }
 
 func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
+	old := auditWarnAfter
+	auditWarnAfter = 0
+	t.Cleanup(func() { auditWarnAfter = old })
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	var logs syncBuffer
