@@ -8,8 +8,9 @@ import (
 )
 
 // progressEvery spaces progress frames: the front tells the client about
-// once a second, so a few frames a second keep it current.
-const progressEvery = 250 * time.Millisecond
+// once a second, so a few frames a second keep it current. A variable so
+// that tests can see every frame.
+var progressEvery = 250 * time.Millisecond
 
 // reporter writes progress frames on the response stream, before the
 // response. A nil reporter, or one without a writer (a version-1 request,

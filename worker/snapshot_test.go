@@ -2,6 +2,8 @@ package worker
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,4 +159,34 @@ func TestSnapshot(t *testing.T) {
 			t.Errorf("made-up name %q, %v", name, err)
 		}
 	})
+}
+
+func TestSearchProgress(t *testing.T) {
+	old := progressEvery
+	progressEvery = 0
+	t.Cleanup(func() { progressEvery = old })
+	db := testDB(t)
+	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`INSERT INTO t (name) SELECT 'n' || x FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 600) SELECT x FROM s)`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	req := request(db, ipc.OpSearch, "read", "")
+	req.Search = &ipc.Search{Pattern: "n5", Table: "t", Limit: 10, ContextChars: 5, CandidateCap: 1000}
+	var frames bytes.Buffer
+	if resp := executeTo(req, hclog.NewNullLogger(), &frames); !resp.OK {
+		t.Fatalf("search: %+v", resp)
+	}
+	var got []ipc.Progress
+	_, err = ipc.ReadResponseProgress(io.MultiReader(&frames, strings.NewReader(fmt.Sprintf(`{"v":%d,"ok":true}`+"\n", ipc.Version))), func(p ipc.Progress) { got = append(got, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ipc.Progress{{Phase: ipc.PhaseSearch, Done: 256, Total: 1000}, {Phase: ipc.PhaseSearch, Done: 512, Total: 1000}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("frames %+v, want %+v", got, want)
+	}
 }
