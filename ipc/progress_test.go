@@ -29,7 +29,7 @@ func progressWorker(mode string, req *Request) int {
 		// A snapshot longer than the statement's timeout, then a quick
 		// statement: within budget.
 		frame(PhaseSnapshot, 0, 100)
-		time.Sleep(time.Duration(req.Limits.TimeoutMS) * 2 * time.Millisecond)
+		time.Sleep(time.Duration(req.Limits.TimeoutMS)*time.Millisecond + 500*time.Millisecond)
 		frame(PhaseSnapshot, 100, 100)
 		frame(PhaseStatement, 0, 0)
 		answer()
@@ -65,7 +65,9 @@ func TestSpawnerProgress(t *testing.T) {
 	}{
 		{name: "frames arrive in order", mode: "progress", timeoutMS: 20_000, wantText: "done",
 			wantFrames: []Progress{{PhaseSearch, 10, 30}, {PhaseSearch, 20, 30}, {PhaseSearch, 30, 30}}},
-		{name: "snapshot has its own budget", mode: "snapshot-slow", timeoutMS: 300, snapshot: snap, wantText: "done",
+		// The statement's budget covers the worker's start (slow under
+		// -race), not the snapshot after it.
+		{name: "snapshot has its own budget", mode: "snapshot-slow", timeoutMS: 2000, snapshot: snap, wantText: "done",
 			wantFrames: []Progress{{PhaseSnapshot, 0, 100}, {PhaseSnapshot, 100, 100}, {Phase: PhaseStatement}}},
 		{name: "snapshot budget ends", mode: "snapshot-hang", timeoutMS: 20_000,
 			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantCode: CodeTimeout, wantText: "snapshot was not complete after 300ms"},
