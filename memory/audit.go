@@ -192,6 +192,13 @@ var (
 // auditBatchMax bounds the rows of one transaction.
 const auditBatchMax = 256
 
+// auditQueueMax bounds the bytes of the rows waiting in memory, so that a
+// lock held for hours while calls go on cannot exhaust the front's memory.
+// A row that does not fit is logged in full at Error level instead (the
+// only way a row misses the table while the server runs). A variable so
+// that tests can lower it.
+var auditQueueMax = 64 << 20
+
 // ErrAuditClosed: a row arrived after the audit log was closed; it is
 // logged instead.
 var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged instead")
@@ -217,6 +224,7 @@ type auditWriter struct {
 
 	qmu      sync.Mutex
 	queue    []queuedRow
+	bytes    int           // size of the rows in queue
 	queued   uint64        // rows ever queued
 	written  uint64        // rows ever written
 	progress chan struct{} // closed and replaced whenever rows are written or stop flowing
@@ -240,6 +248,10 @@ type queuedRow struct {
 	rows              sql.NullInt64
 	errText, detail   sql.NullString
 	durationMS        int64
+}
+
+func (r *queuedRow) size() int {
+	return 64 + len(r.ts) + len(r.session) + len(r.tool) + len(r.query.String) + len(r.errText.String) + len(r.detail.String)
 }
 
 func newAuditWriter(db *sql.DB, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *auditWriter {
@@ -315,7 +327,13 @@ func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
 		w.logLost("audit row arrived after the audit log was closed", []queuedRow{r})
 		return 0, ErrAuditClosed
 	}
+	if w.bytes+r.size() > auditQueueMax && len(w.queue) > 0 {
+		w.qmu.Unlock()
+		w.logLost("audit row not queued: the rows waiting for the database fill the queue", []queuedRow{r})
+		return 0, nil
+	}
 	w.queue = append(w.queue, r)
+	w.bytes += r.size()
 	w.queued++
 	seq := w.queued
 	if !w.started {
@@ -394,6 +412,9 @@ func (w *auditWriter) run() {
 		err := w.write(batch)
 		if err == nil {
 			w.qmu.Lock()
+			for i := range batch {
+				w.bytes -= batch[i].size()
+			}
 			w.queue = w.queue[n:]
 			w.written += uint64(n)
 			w.flowing = true
@@ -421,7 +442,7 @@ func (w *auditWriter) run() {
 		if stopping && time.Now().After(flushBy) {
 			w.qmu.Lock()
 			lost := w.queue
-			w.queue = nil
+			w.queue, w.bytes = nil, 0
 			w.qmu.Unlock()
 			w.logLost(fmt.Sprintf("audit row not written: the database still refused it %s after shutdown began", AuditFlushTimeout), lost)
 			return

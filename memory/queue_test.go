@@ -214,3 +214,39 @@ func TestBound(t *testing.T) {
 		})
 	}
 }
+
+func TestAuditQueueIsBounded(t *testing.T) {
+	old := auditQueueMax
+	auditQueueMax = 1000
+	t.Cleanup(func() { auditQueueMax = old })
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	var logs syncBuffer
+	s, err := Open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	release := holdWriteLock(t, path)
+	for i := range 5 {
+		e := entry(i)
+		e.Query.String += strings.Repeat(" ", 300)
+		if err := s.Audit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release()
+	if err := s.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows := readAudit(t, rawDB(t, path))
+	lost := logs.count("audit row not queued")
+	if len(rows) == 0 || lost == 0 || len(rows)+lost != 5 {
+		t.Fatalf("%d rows written, %d logged instead: want some of each, 5 in all", len(rows), lost)
+	}
+	for i, r := range rows {
+		if !strings.HasPrefix(r.query.String, fmt.Sprintf("SELECT %d ", i)) {
+			t.Fatalf("row %d is %q: the queue keeps the oldest rows, in order", i, r.query.String)
+		}
+	}
+}

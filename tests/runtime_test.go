@@ -141,6 +141,47 @@ func TestCancelRunawayRead(t *testing.T) {
 	}
 }
 
+// TestCancelledWriteLeavesNoTrace: a write_query cancelled mid-statement
+// leaves the database as if it never ran.
+func TestCancelledWriteLeavesNoTrace(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds workers through /proc")
+	}
+	t.Parallel()
+	db := newDB(t)
+	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
+	s.ok("write_query", q("CREATE TABLE t(x INTEGER)"))
+	s.ok("write_query", q("INSERT INTO t VALUES (1), (2)"))
+	before := dump(t, db, "t")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "write_query"
+		// Inserts a row every 100,000 steps, forever.
+		req.Params.Arguments = q("INSERT INTO t(x) SELECT x FROM (" + runaway[:strings.Index(runaway, " SELECT count")] + " SELECT x FROM c) WHERE x % 100000 = 0")
+		_, err := s.c.CallTool(ctx, req)
+		errc <- err
+	}()
+	waitWorker(t, db)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	<-errc
+	if !waitFor(2*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+		t.Fatal("worker alive after the cancellation")
+	}
+	row := waitAudit(t, db, "CANCELLED")
+	if row.tool != "write_query" {
+		t.Fatalf("audit %+v", row)
+	}
+	if after := dump(t, db, "t"); after != before {
+		t.Fatal("the cancelled write left changes")
+	}
+	if got := s.ok("write_query", q("INSERT INTO t VALUES (3)")); !strings.HasPrefix(got, "ok: 1 rows affected") {
+		t.Fatalf("write after the cancellation: %q", got)
+	}
+}
+
 // procServer is a server process driven with raw JSON-RPC lines.
 type procServer struct {
 	*rawClient
