@@ -6,9 +6,11 @@
 // # Protocol
 //
 // The front starts a worker, writes one JSON [Request] to its stdin and
-// closes it; the worker writes one JSON [Response] to stdout and exits. Logs
-// go to stderr as hclog JSON lines, which the front re-logs under "worker".
-// Both sides check [Version]; a worker refuses a request of another version.
+// closes it; the worker writes any number of [Progress] frames, then one
+// [Response] to stdout, and exits. Logs go to stderr as hclog JSON lines,
+// which the front re-logs under "worker". Both sides check [Version]; a
+// worker refuses a request of a version it does not know ([MinVersion] to
+// [Version]).
 //
 // # Process handling
 //

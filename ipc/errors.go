@@ -15,6 +15,10 @@ const (
 	CodeResourceLimit       = "RESOURCE_LIMIT"
 	CodeDatabaseUnavailable = "DATABASE_UNAVAILABLE"
 	CodeWorkerFailed        = "WORKER_FAILED"
+	// CodeCancelled appears in audit rows only: a call cancelled by the
+	// client (notifications/cancelled) or stopped by shutdown gets no
+	// response at all (MCP).
+	CodeCancelled = "CANCELLED"
 )
 
 // Error is a failure with a stable code; it survives the trip through a

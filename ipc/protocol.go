@@ -10,8 +10,16 @@ import (
 )
 
 // Version is the protocol version both sides speak. Bump it whenever a field
-// changes meaning; a worker refuses requests of any other version.
-const Version = 1
+// changes meaning; a worker refuses requests of versions it does not know.
+//
+// Version 2 added progress frames before the response header, and the
+// snapshot's own time budget and partial file name. A worker still accepts
+// version-1 requests (hand-written ones, fuzzing seeds): it answers them
+// with a version-1 response and writes no progress frames.
+const Version = 2
+
+// MinVersion is the oldest request version a worker accepts.
+const MinVersion = 1
 
 // Frame size limits. A request carries one statement and its settings; a
 // response carries at most a capped result, so anything larger is a bug or a
@@ -81,7 +89,20 @@ type Snapshot struct {
 	Stem string `json:"stem"`
 	// Keep is how many snapshots to keep, newest first; 0 disables them.
 	Keep int `json:"keep"`
+	// TimeoutMS is the snapshot's own time budget. The statement's
+	// timeout (Limits.TimeoutMS) starts again when the snapshot is
+	// complete, so a large database does not eat the statement's time.
+	// 0 means the statement's timeout.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Partial is the base name the snapshot is written under until it is
+	// complete (then it is renamed); the front names it so that it can
+	// remove what a killed worker left. Empty: the worker picks one.
+	Partial string `json:"partial,omitempty"`
 }
+
+// PartialSuffix ends the name of every snapshot still being written; a
+// file with it is never a complete snapshot.
+const PartialSuffix = ".partial"
 
 // View is create_view's request.
 type View struct {
@@ -176,8 +197,8 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	if err := readFrame(r, MaxRequestBytes, &req); err != nil {
 		return nil, NewError(CodeInvalidArgument, "bad request frame: "+err.Error())
 	}
-	if req.Version != Version {
-		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks version %d (front and worker binaries must match)", req.Version, Version))
+	if req.Version < MinVersion || req.Version > Version {
+		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (front and worker binaries must match)", req.Version, MinVersion, Version))
 	}
 	switch req.Op {
 	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch:
@@ -207,21 +228,84 @@ func WriteResponse(w io.Writer, resp *Response) error {
 	return err
 }
 
+// Progress phases.
+const (
+	// PhaseSnapshot: a destructive query is backing the database up
+	// (Done of Total pages copied). The first such frame, with Done 0,
+	// starts the snapshot's own time budget.
+	PhaseSnapshot = "snapshot"
+	// PhaseStatement: the snapshot is complete and the statement runs;
+	// its timeout starts now.
+	PhaseStatement = "statement"
+	// PhaseSearch: search_text is matching (Done of Total candidate rows).
+	PhaseSearch = "search"
+)
+
+// Progress is an interim frame. A worker answering a version-2 request may
+// write any number of them before its response header, one JSON line each:
+// {"v":2,"progress":{"phase":"snapshot","done":120,"total":4000}}.
+// A line with a "progress" member is never the header.
+type Progress struct {
+	Phase string `json:"phase"`
+	Done  int64  `json:"done"`
+	Total int64  `json:"total,omitempty"`
+}
+
+// maxProgressBytes bounds one progress frame line.
+const maxProgressBytes = 1024
+
+// WriteProgress writes one progress frame.
+func WriteProgress(w io.Writer, p Progress) error {
+	return WriteFrame(w, progressFrame{Version: Version, Progress: &p})
+}
+
+type progressFrame struct {
+	Version  int       `json:"v"`
+	Progress *Progress `json:"progress"`
+}
+
+// headerLine is any line before the payload: a progress frame or the
+// response header.
+type headerLine struct {
+	Response
+	Progress *Progress `json:"progress,omitempty"`
+}
+
 // maxHeaderBytes bounds a response's header line: codes, messages, detail.
 const maxHeaderBytes = 1 << 20
 
 // ReadResponse reads and checks one response: the header line, then its
-// payload. It returns as soon as both are in, without waiting for the
+// payload. Progress frames before the header are checked and skipped. It
+// returns as soon as header and payload are in, without waiting for the
 // worker to exit.
 func ReadResponse(r io.Reader) (*Response, error) {
+	return ReadResponseProgress(r, nil)
+}
+
+// ReadResponseProgress is ReadResponse that passes every progress frame to
+// progress (if not nil) as it arrives, before it returns.
+func ReadResponseProgress(r io.Reader, progress func(Progress)) (*Response, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	line, err := readFrameLine(br, maxHeaderBytes)
-	if err != nil {
-		return nil, err
-	}
 	var resp Response
-	if err := readFrame(bytes.NewReader(line), maxHeaderBytes, &resp); err != nil {
-		return nil, err
+	for {
+		line, err := readFrameLine(br, maxHeaderBytes)
+		if err != nil {
+			return nil, err
+		}
+		var h headerLine
+		if err := readFrame(bytes.NewReader(line), maxHeaderBytes, &h); err != nil {
+			return nil, err
+		}
+		if h.Progress == nil {
+			resp = h.Response
+			break
+		}
+		if err := checkProgress(&h, len(line)); err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			progress(*h.Progress)
+		}
 	}
 	if resp.Version != Version {
 		return nil, fmt.Errorf("worker answered with protocol version %d, want %d", resp.Version, Version)
@@ -243,6 +327,23 @@ func ReadResponse(r io.Reader) (*Response, error) {
 		}
 	}
 	return &resp, nil
+}
+
+// checkProgress refuses a progress frame that is too long, of another
+// version, carries anything of a response, or counts backwards.
+func checkProgress(h *headerLine, size int) error {
+	p := h.Progress
+	switch {
+	case size > maxProgressBytes:
+		return fmt.Errorf("progress frame larger than %d bytes", maxProgressBytes)
+	case h.Version != Version:
+		return fmt.Errorf("worker sent a progress frame of protocol version %d, want %d", h.Version, Version)
+	case h.OK || h.Code != "" || h.Message != "" || h.TextBytes != 0 || h.Rows != 0 || h.Detail != nil:
+		return fmt.Errorf("progress frame with response fields")
+	case p.Done < 0 || p.Total < 0:
+		return fmt.Errorf("progress frame with a negative count")
+	}
+	return nil
 }
 
 // readFrameLine returns the bytes up to and including the first newline,
@@ -289,4 +390,45 @@ func readFrame(r io.Reader, max int64, v any) error {
 		return fmt.Errorf("more than one JSON document in frame")
 	}
 	return nil
+}
+
+// checkRequestSize refuses a request whose frame would be larger than a
+// worker reads, before any worker is taken for it. Only requests whose
+// texts could come near the limit (JSON escaping at most sextuples a
+// character) are encoded to measure.
+func checkRequestSize(req *Request) error {
+	n := len(req.SQL) + len(req.DB)
+	if v := req.View; v != nil {
+		n += len(v.Name) + len(v.Select) + len(v.Description)
+	}
+	if t := req.Table; t != nil {
+		n += len(t.Name)
+	}
+	if s := req.Search; s != nil {
+		n += len(s.Pattern) + len(s.Table) + len(s.Where) + len(s.KeyColumn)
+		for _, c := range s.Columns {
+			n += len(c) + 3
+		}
+	}
+	if s := req.Snapshot; s != nil {
+		n += len(s.Dir) + len(s.Stem) + len(s.Partial)
+	}
+	if 6*n+(64<<10) < MaxRequestBytes {
+		return nil
+	}
+	var buf countingWriter
+	if err := WriteFrame(&buf, req); err != nil {
+		return NewError(CodeInvalidArgument, "the call cannot be encoded for a worker: "+err.Error())
+	}
+	if buf.n > MaxRequestBytes {
+		return NewError(CodeInvalidArgument, fmt.Sprintf("the call's text is %d bytes, more than the %d a worker accepts; send a shorter statement (nothing was run)", n, MaxRequestBytes))
+	}
+	return nil
+}
+
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
 }

@@ -70,13 +70,18 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 // Run executes req in a worker and returns its response. Process-level
 // failures (timeout, crash, garbage, memory) come back as a failed Response
 // with the matching code; Run never returns a nil Response.
-// Cancelling ctx kills the worker at once (used when the server stops).
+// Cancelling ctx kills the worker (its process group) at once and yields
+// CANCELLED: the client cancelled the call, or the server is stopping.
+// Progress frames of the worker go to the function set with WithProgress.
 func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 	req.Version = Version
+	if err := checkRequestSize(req); err != nil {
+		return Failure(err)
+	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Failure(NewError(CodeWorkerFailed, "the server is shutting down; the call was not run"))
+		return Failure(NewError(CodeCancelled, "the call was cancelled before it ran"))
 	}
 	defer func() { <-s.sem }()
 
@@ -225,15 +230,57 @@ type readResult struct {
 	err  error
 }
 
-func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGroup) *Response {
-	timeout := time.Duration(req.Limits.TimeoutMS) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+type progressKey struct{}
+
+// WithProgress returns a context under which Run passes each progress frame
+// of its worker to fn, in order, on a goroutine of its own; all calls are
+// done before Run returns.
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// budgets are the kill deadlines of one request: the statement's timeout,
+// and a destructive query's own snapshot budget, which the worker opens
+// and closes with progress frames.
+type budgets struct {
+	statement, snapshot time.Duration
+}
+
+func budgetsOf(req *Request) budgets {
+	b := budgets{statement: time.Duration(req.Limits.TimeoutMS) * time.Millisecond}
+	if b.statement <= 0 {
+		b.statement = 10 * time.Second
 	}
+	if s := req.Snapshot; s != nil && s.Keep > 0 {
+		b.snapshot = time.Duration(s.TimeoutMS) * time.Millisecond
+		if b.snapshot <= 0 {
+			b.snapshot = b.statement
+		}
+	}
+	return b
+}
+
+func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGroup) *Response {
+	b := budgetsOf(req)
+	onProgress, _ := ctx.Value(progressKey{}).(func(Progress))
+	// Phase changes reach the kill timer below: at most a snapshot start
+	// and, after it, a statement start, so two slots never block.
+	phases := make(chan string, 2)
 	answered := make(chan readResult, 1)
 	drained := make(chan struct{})
 	go func() {
-		resp, err := ReadResponse(p.stdout)
+		phase := ""
+		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {
+			switch {
+			case pr.Phase == PhaseSnapshot && phase == "" && b.snapshot > 0,
+				pr.Phase == PhaseStatement && phase == PhaseSnapshot:
+				phase = pr.Phase
+				phases <- phase
+			}
+			if onProgress != nil {
+				onProgress(pr)
+			}
+		})
 		answered <- readResult{resp, err}
 		// Drain what is left so that a chatty worker cannot block on a full
 		// pipe before it exits.
@@ -246,20 +293,35 @@ func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGr
 	}
 	_ = p.stdin.Close()
 
-	timer := time.NewTimer(timeout + KillGrace)
+	budget := b.statement
+	timer := time.NewTimer(budget + KillGrace)
 	defer timer.Stop()
 	var res readResult
-	killed := ""
-	select {
-	case res = <-answered:
-	case <-timer.C:
-		killed = "timeout"
-		p.kill()
-		res = <-answered
-	case <-ctx.Done():
-		killed = "shutdown"
-		p.kill()
-		res = <-answered
+	killed, phase := "", ""
+wait:
+	for {
+		select {
+		case res = <-answered:
+			break wait
+		case phase = <-phases:
+			// The snapshot has its own budget; the statement's timeout
+			// starts again once the snapshot is complete.
+			budget = b.statement
+			if phase == PhaseSnapshot {
+				budget = b.snapshot
+			}
+			timer.Reset(budget + KillGrace)
+		case <-timer.C:
+			killed = "timeout"
+			p.kill()
+			res = <-answered
+			break wait
+		case <-ctx.Done():
+			killed = "cancelled"
+			p.kill()
+			res = <-answered
+			break wait
+		}
 	}
 	if killed == "" && res.err == nil {
 		// Answered: the worker is exiting; reap it off the call path.
@@ -275,10 +337,12 @@ func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGr
 	waitErr := p.wait()
 
 	switch {
+	case killed == "timeout" && phase == PhaseSnapshot:
+		return Failure(NewError(CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s (worker killed); nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout, or free disk bandwidth", seconds(budget))))
 	case killed == "timeout":
-		return Failure(NewError(CodeTimeout, fmt.Sprintf("query stopped after %s (worker killed); narrow the query, add a LIMIT, or raise --query-timeout", seconds(timeout))))
-	case killed == "shutdown":
-		return Failure(NewError(CodeWorkerFailed, "the server is shutting down; the worker was stopped"))
+		return Failure(NewError(CodeTimeout, fmt.Sprintf("query stopped after %s (worker killed); narrow the query, add a LIMIT, or raise --query-timeout", seconds(budget))))
+	case killed == "cancelled":
+		return Failure(NewError(CodeCancelled, "the call was cancelled; its worker was stopped and nothing it did was kept"))
 	}
 	if p.relay.sawOutOfMemory() {
 		return Failure(NewError(CodeResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))

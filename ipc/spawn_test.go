@@ -46,9 +46,9 @@ func helperWorker(mode string) int {
 	case "huge":
 		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: strings.Repeat("x", 2<<20)})
 	case "hugeheader":
-		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"message":"`+strings.Repeat("x", 2<<20)+`"}`+"\n")
+		fmt.Fprintf(os.Stdout, `{"v":%d,"ok":true,"message":"%s"}`+"\n", Version, strings.Repeat("x", 2<<20))
 	case "short":
-		fmt.Fprint(os.Stdout, `{"v":1,"ok":true,"text_bytes":100}`+"\nonly this")
+		fmt.Fprintf(os.Stdout, `{"v":%d,"ok":true,"text_bytes":100}`+"\nonly this", Version)
 	case "version":
 		_ = WriteResponse(os.Stdout, &Response{Version: Version + 1, OK: true, Text: "from the future"})
 	case "nocode":
@@ -58,6 +58,8 @@ func helperWorker(mode string) int {
 	case "logs":
 		hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true}).Info("hello from the worker", "n", 3)
 		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "ok"})
+	default:
+		return progressWorker(mode, req)
 	}
 	return 0
 }
@@ -144,12 +146,12 @@ func TestSpawnerTimeoutIsPrompt(t *testing.T) {
 	}
 }
 
-func TestSpawnerShutdownKills(t *testing.T) {
+func TestSpawnerCancelKills(t *testing.T) {
 	s := helperSpawner(t, "hang", 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 	resp := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 60_000}})
-	if resp.Code != CodeWorkerFailed || !strings.Contains(resp.Message, "shutting down") {
+	if resp.Code != CodeCancelled || !strings.Contains(resp.Message, "cancelled") {
 		t.Fatalf("got %+v", resp)
 	}
 }

@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +16,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // AuditEntry is one tool call, one query_log row.
@@ -38,15 +42,79 @@ type AuditEntry struct {
 	Detail map[string]any
 }
 
+// DefaultAuditQueryBytes is how much of a query an audit row keeps by
+// default (--audit-query-bytes).
+const DefaultAuditQueryBytes = 64 << 10
+
+// Bound caps what one row can add to the log, so that no call (a read
+// included) can grow the file by more than about three times max bytes:
+//   - a query longer than max bytes keeps its first max bytes, cut at a
+//     character boundary; detail gets query_bytes (the full length) and
+//     query_sha256 (of the full text);
+//   - an error text longer than max is cut likewise, with a note;
+//   - a detail whose JSON is longer than max (agent text inside it, such as
+//     a search's where) is replaced by detail_bytes, detail_sha256 and
+//     detail_prefix.
+//
+// max <= 0 leaves e as it is.
+func (e *AuditEntry) Bound(max int) {
+	if max <= 0 {
+		return
+	}
+	if len(e.Detail) > 0 {
+		if j := DetailJSON(e.Detail); len(j) > max {
+			e.Detail = map[string]any{"detail_bytes": len(j), "detail_sha256": sha256Hex(j), "detail_prefix": cutUTF8(j, max)}
+		}
+	}
+	if e.Query.Valid && len(e.Query.String) > max {
+		q := e.Query.String
+		detail := make(map[string]any, len(e.Detail)+2)
+		for k, v := range e.Detail {
+			detail[k] = v
+		}
+		detail["query_bytes"], detail["query_sha256"] = len(q), sha256Hex(q)
+		e.Detail = detail
+		e.Query.String = cutUTF8(q, max)
+	}
+	if len(e.Error) > max {
+		cut := cutUTF8(e.Error, max)
+		e.Error = fmt.Sprintf("%s...[+%d bytes]", cut, len(e.Error)-len(cut))
+	}
+}
+
+// cutUTF8 returns the longest prefix of s of at most max bytes that does not
+// split a character.
+func cutUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
 // Auditor records tool calls. An Auditor must be safe for concurrent use.
 type Auditor interface {
 	Audit(ctx context.Context, e AuditEntry) error
 }
 
-// Audit writes one query_log row into the memory database.
-func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	return s.audit.write(ctx, e)
+// Audit queues one query_log row for the memory database (see
+// [auditWriter]); it never waits for a lock. ctx is not used: the row
+// outlives the call.
+func (s *Store) Audit(_ context.Context, e AuditEntry) error {
+	return s.audit.audit(e)
 }
+
+// FlushAudit waits until every row queued before the call is written, or
+// ctx ends.
+func (s *Store) FlushAudit(ctx context.Context) error { return s.audit.flush(ctx) }
 
 // AuditDB is a separate audit file (--audit-db), for the read-only profile:
 // it holds only query_log, its index and triggers, and the query_errors view.
@@ -82,70 +150,402 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 		db.Close()
 		return nil, fmt.Errorf("memory: audit database %s: %w", abs, err)
 	}
-	return &AuditDB{db: db, path: abs, w: &auditWriter{db: db, mu: new(sync.Mutex), now: time.Now}}, nil
+	return &AuditDB{db: db, path: abs, w: newAuditWriter(db, new(sync.Mutex), time.Now, log)}, nil
 }
 
-// Audit writes one query_log row into the audit file.
-func (a *AuditDB) Audit(ctx context.Context, e AuditEntry) error { return a.w.write(ctx, e) }
+// Audit queues one query_log row for the audit file; it never waits for
+// the database.
+func (a *AuditDB) Audit(_ context.Context, e AuditEntry) error { return a.w.audit(e) }
+
+// FlushAudit waits until every row queued before the call is written, or
+// ctx ends.
+func (a *AuditDB) FlushAudit(ctx context.Context) error { return a.w.flush(ctx) }
 
 // Path returns the absolute path of the audit file.
 func (a *AuditDB) Path() string { return a.path }
 
-// Close closes the audit file.
+// Close writes the queued rows (see AuditFlushTimeout) and closes the
+// audit file.
 func (a *AuditDB) Close() error {
 	a.w.close()
 	return a.db.Close()
 }
 
-// auditWriter is the query_log insert shared by Store and AuditDB.
+// Audit queue settings; variables so that tests can shorten them.
+var (
+	// AuditFlushTimeout bounds how long closing waits for the write lock to
+	// write the rows still queued; rows it cannot write are logged at
+	// Error level, each in full, instead.
+	AuditFlushTimeout = 10 * time.Second
+	// auditBusyTimeout is one write attempt's wait for the lock.
+	auditBusyTimeout = 20 * time.Millisecond
+	// auditSettle bounds how long Audit waits for its row while rows are
+	// flowing (see auditWriter.audit).
+	auditSettle = 50 * time.Millisecond
+	// auditRetryMax is the longest pause between attempts.
+	auditRetryMax = time.Second
+	// auditWarnAfter is how long rows wait before the episode is logged:
+	// another server's quick commit is not worth a line.
+	auditWarnAfter = time.Second
+)
+
+// auditBatchMax bounds the rows of one transaction.
+const auditBatchMax = 256
+
+// auditQueueMax bounds the bytes of the rows waiting in memory, so that a
+// lock held for hours while calls go on cannot exhaust the front's memory.
+// A row that does not fit is logged in full at Error level instead (the
+// only way a row misses the table while the server runs). A variable so
+// that tests can lower it.
+var auditQueueMax = 64 << 20
+
+// ErrAuditClosed: a row arrived after the audit log was closed; it is
+// logged instead.
+var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged instead")
+
+// auditWriter is the query_log queue shared by Store and AuditDB. Rows are
+// queued in the order Audit is called and written by one goroutine, several
+// in one transaction when several wait, as soon as the write lock allows. A
+// lock held by another process only delays the rows, which are retried
+// without limit while the log is open (one Warn line when they start
+// waiting, one Info line when they are written). Closing writes what is
+// queued, waiting up to AuditFlushTimeout.
+//
+// While rows flow (the last write succeeded), Audit waits for its own row,
+// which takes well under a millisecond and at most auditSettle: a caller
+// that answers after Audit returns can count on the row being readable
+// (an agent reading query_errors right after a failed call sees it). Once a
+// write has failed, until one succeeds, Audit waits for nothing.
 type auditWriter struct {
-	db   *sql.DB
-	mu   *sync.Mutex // the owner's write mutex
-	now  func() time.Time
-	stmt *sql.Stmt // prepared on first use, under mu
+	db  *sql.DB
+	mu  *sync.Mutex // the owner's write mutex, held while a batch is written
+	now func() time.Time
+	log hclog.Logger
+
+	qmu      sync.Mutex
+	queue    []queuedRow
+	bytes    int           // size of the rows in queue
+	queued   uint64        // rows ever queued
+	written  uint64        // rows ever written
+	progress chan struct{} // closed and replaced whenever rows are written or stop flowing
+	flowing  bool          // false from a failed write until a write succeeds
+	started  bool
+	closed   bool
+	wake     chan struct{} // one pending wake-up is enough
+	stop     chan struct{} // closed by close
+	done     chan struct{} // closed when the writer goroutine has ended
+
+	// Used by the writer goroutine only.
+	conn *sql.Conn
+	stmt *sql.Stmt
+}
+
+// queuedRow is one query_log row, ready to insert.
+type queuedRow struct {
+	ts, session, tool string
+	query             sql.NullString
+	ok                int
+	rows              sql.NullInt64
+	errText, detail   sql.NullString
+	durationMS        int64
+}
+
+func (r *queuedRow) size() int {
+	return 64 + len(r.ts) + len(r.session) + len(r.tool) + len(r.query.String) + len(r.errText.String) + len(r.detail.String)
+}
+
+func newAuditWriter(db *sql.DB, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *auditWriter {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &auditWriter{
+		db: db, mu: mu, now: now, log: log,
+		progress: make(chan struct{}),
+		flowing:  true,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
 }
 
 const insertAudit = `INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func (w *auditWriter) write(ctx context.Context, e AuditEntry) error {
+func (w *auditWriter) row(e AuditEntry) queuedRow {
 	ts := e.TS
 	if ts.IsZero() {
 		ts = w.now()
 	}
-	var errText, detail sql.NullString
+	r := queuedRow{
+		ts: ts.UTC().Format(TimeLayout), session: e.Session, tool: e.Tool, query: e.Query,
+		rows: e.Rows, durationMS: e.Duration.Milliseconds(),
+	}
 	if e.Error != "" {
-		errText = sql.NullString{String: e.Error, Valid: true}
+		r.errText = sql.NullString{String: e.Error, Valid: true}
 	}
 	if len(e.Detail) > 0 {
-		detail = sql.NullString{String: DetailJSON(e.Detail), Valid: true}
+		r.detail = sql.NullString{String: DetailJSON(e.Detail), Valid: true}
 	}
-	ok := 0
 	if e.OK {
-		ok = 1
+		r.ok = 1
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stmt == nil {
-		st, err := w.db.PrepareContext(ctx, insertAudit)
-		if err != nil {
-			return fmt.Errorf("memory: audit: %w", err)
+	return r
+}
+
+// audit queues e, then waits for it while rows flow (see auditWriter).
+func (w *auditWriter) audit(e AuditEntry) error {
+	seq, err := w.enqueue(e)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(auditSettle)
+	defer t.Stop()
+	w.qmu.Lock()
+	for w.written < seq && w.flowing {
+		ch := w.progress
+		w.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-w.done:
+			return nil
 		}
-		w.stmt = st
+		w.qmu.Lock()
 	}
-	// Autocommit: one INSERT is its own transaction.
-	if _, err := w.stmt.ExecContext(ctx, ts.UTC().Format(TimeLayout), e.Session, e.Tool, e.Query, ok, e.Rows,
-		errText, e.Duration.Milliseconds(), detail); err != nil {
-		return fmt.Errorf("memory: audit: %w", err)
-	}
+	w.qmu.Unlock()
 	return nil
 }
 
-func (w *auditWriter) close() {
+// enqueue queues e and wakes the writer, and returns the row's sequence
+// number. The goroutine starts with the first row, so a store that is only
+// read (verify) never starts one.
+func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
+	r := w.row(e)
+	w.qmu.Lock()
+	if w.closed {
+		w.qmu.Unlock()
+		w.logLost("audit row arrived after the audit log was closed", []queuedRow{r})
+		return 0, ErrAuditClosed
+	}
+	if w.bytes+r.size() > auditQueueMax && len(w.queue) > 0 {
+		w.qmu.Unlock()
+		w.logLost("audit row not queued: the rows waiting for the database fill the queue", []queuedRow{r})
+		return 0, nil
+	}
+	w.queue = append(w.queue, r)
+	w.bytes += r.size()
+	w.queued++
+	seq := w.queued
+	if !w.started {
+		w.started = true
+		go w.run()
+	}
+	w.qmu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return seq, nil
+}
+
+// signal wakes everyone waiting on progress; call with qmu held.
+func (w *auditWriter) signal() {
+	close(w.progress)
+	w.progress = make(chan struct{})
+}
+
+// flush waits until the rows queued before it are written.
+func (w *auditWriter) flush(ctx context.Context) error {
+	w.qmu.Lock()
+	target := w.queued
+	for w.written < target {
+		if w.closed && !w.running() {
+			w.qmu.Unlock()
+			return ErrAuditClosed
+		}
+		ch := w.progress
+		w.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-w.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.qmu.Lock()
+	}
+	w.qmu.Unlock()
+	return nil
+}
+
+func (w *auditWriter) running() bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+		return w.started
+	}
+}
+
+// run is the writer goroutine.
+func (w *auditWriter) run() {
+	defer close(w.done)
+	defer w.release()
+	pause := 10 * time.Millisecond
+	var waitingSince, flushBy time.Time
+	stopping, warned := false, false
+	for {
+		w.qmu.Lock()
+		n := min(len(w.queue), auditBatchMax)
+		batch := w.queue[:n:n]
+		w.qmu.Unlock()
+		if n == 0 {
+			if stopping {
+				return
+			}
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
+			}
+			continue
+		}
+		err := w.write(batch)
+		if err == nil {
+			w.qmu.Lock()
+			for i := range batch {
+				w.bytes -= batch[i].size()
+			}
+			w.queue = w.queue[n:]
+			w.written += uint64(n)
+			w.flowing = true
+			w.signal()
+			left := len(w.queue)
+			w.qmu.Unlock()
+			if warned {
+				w.log.Info("audit rows written after waiting", "waited", time.Since(waitingSince).Round(time.Millisecond).String(), "still_queued", left)
+			}
+			waitingSince, warned = time.Time{}, false
+			pause = 10 * time.Millisecond
+			continue
+		}
+		if waitingSince.IsZero() {
+			waitingSince = time.Now()
+			w.qmu.Lock()
+			w.flowing = false
+			w.signal()
+			w.qmu.Unlock()
+		}
+		if !warned && time.Since(waitingSince) >= auditWarnAfter {
+			warned = true
+			w.log.Warn("audit rows are waiting: the database refused the write (another connection holds the write lock?); they stay queued in order and are retried until written", "queued", w.pending(), "error", err)
+		}
+		if stopping && time.Now().After(flushBy) {
+			w.qmu.Lock()
+			lost := w.queue
+			w.queue, w.bytes = nil, 0
+			w.qmu.Unlock()
+			w.logLost(fmt.Sprintf("audit row not written: the database still refused it %s after shutdown began", AuditFlushTimeout), lost)
+			return
+		}
+		stop := w.stop
+		if stopping {
+			stop = nil // closed: it would end every pause at once
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-stop:
+			stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
+		}
+		t.Stop()
+		pause = min(2*pause, auditRetryMax)
+	}
+}
+
+func (w *auditWriter) pending() int {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	return len(w.queue)
+}
+
+// write inserts rows in one transaction on the writer's own connection,
+// whose busy timeout is short: the retry loop, not SQLite's busy handler,
+// does the waiting, so shutdown is never stuck behind a lock.
+func (w *auditWriter) write(rows []queuedRow) (err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	ctx := context.Background()
+	if w.conn == nil {
+		conn, err := w.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", auditBusyTimeout.Milliseconds())); err != nil {
+			conn.Close()
+			return err
+		}
+		st, err := conn.PrepareContext(ctx, insertAudit)
+		if err != nil {
+			conn.Close()
+			return err
+		}
+		w.conn, w.stmt = conn, st
+	}
+	defer func() {
+		if err != nil {
+			_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
+			if c := sqliteCode(err); c != sqlite3.SQLITE_BUSY && c != sqlite3.SQLITE_LOCKED {
+				// Not a lock: start afresh with another connection.
+				w.release()
+			}
+		}
+	}()
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := w.stmt.ExecContext(ctx, r.ts, r.session, r.tool, r.query, r.ok, r.rows, r.errText, r.durationMS, r.detail); err != nil {
+			return err
+		}
+	}
+	_, err = w.conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// release gives the writer's connection back.
+func (w *auditWriter) release() {
 	if w.stmt != nil {
 		w.stmt.Close()
 		w.stmt = nil
+	}
+	if w.conn != nil {
+		w.conn.Close()
+		w.conn = nil
+	}
+}
+
+// logLost writes rows that will never reach the database to the log, each
+// in full, so that the trail survives on stderr.
+func (w *auditWriter) logLost(msg string, rows []queuedRow) {
+	for _, r := range rows {
+		w.log.Error(msg, "ts", r.ts, "session", r.session, "tool", r.tool, "query", r.query.String,
+			"ok", r.ok == 1, "rows", r.rows.Int64, "error", r.errText.String, "duration_ms", r.durationMS, "detail", r.detail.String)
+	}
+}
+
+// close writes what is queued (waiting up to AuditFlushTimeout for the
+// lock) and stops the writer. It is safe to call twice.
+func (w *auditWriter) close() {
+	w.qmu.Lock()
+	first := !w.closed
+	w.closed = true
+	started := w.started
+	w.qmu.Unlock()
+	if first {
+		close(w.stop)
+	}
+	if started {
+		<-w.done
 	}
 }
 

@@ -85,6 +85,9 @@ func TestAuditStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got := readAudit(t, rawDB(t, path))
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows:\n got %+v\nwant %+v", got, want)
@@ -96,6 +99,9 @@ func TestAuditStore(t *testing.T) {
 	// A zero TS means now.
 	fixedClock(s, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err := s.Audit(ctx, AuditEntry{Session: "S", Tool: "t", OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rows := readAudit(t, s.db); rows[len(rows)-1].ts != "2030-01-01T00:00:00Z" {
@@ -116,6 +122,9 @@ func TestAuditDB(t *testing.T) {
 		if err := a.Audit(ctx, e); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := a.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
 	}
 	raw := rawDB(t, path)
 	if got := readAudit(t, raw); !slices.Equal(got, want) {

@@ -35,4 +35,11 @@
 // query_log table of the memory database), an [AuditDB] (a separate audit
 // file, for the read-only profile, which must never write to its database),
 // a logger ([NewLogAuditor]), or several of them ([MultiAuditor]).
+//
+// Store and AuditDB queue rows in call order and write them from one
+// goroutine, several per transaction, when the write lock allows: a lock
+// held by another process delays rows, never a call, and rows are retried
+// until written; Close writes the queue (waiting up to [AuditFlushTimeout]).
+// A crash loses only the rows still queued. [AuditEntry.Bound] caps what a
+// row can hold, so a call cannot grow the log without bound.
 package memory

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 )
 
 // The bootstrap statements, byte for byte those of the reference server:
@@ -85,8 +87,13 @@ var wantColumns = map[string][]string{
 
 // bootstrap creates whatever of ddl is missing in one IMMEDIATE transaction,
 // so two servers starting together on a new file do not race. Statements
-// whose object exists are no-ops and do not touch sqlite_master.
+// whose object exists are no-ops and do not touch sqlite_master. When every
+// object exists (every start but the first) it only reads: a server then
+// starts while another process holds the write lock.
 func bootstrap(ctx context.Context, db *sql.DB, ddl []string) error {
+	if complete, err := hasObjects(ctx, db, ddl); err != nil || complete {
+		return err
+	}
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE via _txlock
 	if err != nil {
 		return err
@@ -127,4 +134,24 @@ func checkColumns(ctx context.Context, db *sql.DB, tables ...string) error {
 		}
 	}
 	return nil
+}
+
+// ddlName finds the object a bootstrap statement creates.
+var ddlName = regexp.MustCompile(`IF NOT EXISTS (\w+)`)
+
+// hasObjects reports whether every object ddl creates is in sqlite_master.
+func hasObjects(ctx context.Context, db *sql.DB, ddl []string) (bool, error) {
+	names := make([]any, 0, len(ddl))
+	marks := make([]string, 0, len(ddl))
+	for _, stmt := range ddl {
+		m := ddlName.FindStringSubmatch(stmt)
+		if m == nil {
+			return false, nil
+		}
+		names = append(names, m[1])
+		marks = append(marks, "?")
+	}
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name IN (`+strings.Join(marks, ", ")+`)`, names...).Scan(&n)
+	return n == len(names), err
 }

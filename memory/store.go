@@ -156,9 +156,9 @@ func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*
 		s.Close()
 		return nil, fmt.Errorf("memory: prepare: %w", err)
 	}
-	// The audit writer shares the store's write mutex; its statement is
-	// prepared on first use because OpenExisting may have no query_log.
-	s.audit = &auditWriter{db: db, mu: &s.writeMu, now: func() time.Time { return s.now() }}
+	// The audit writer shares the store's write mutex; it starts with the
+	// first row, because OpenExisting may have no query_log.
+	s.audit = newAuditWriter(db, &s.writeMu, func() time.Time { return s.now() }, log)
 	return s, nil
 }
 
@@ -236,15 +236,16 @@ func sqliteCode(err error) int {
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the store's connections.
+// Close writes the queued audit rows (see AuditFlushTimeout) and closes
+// the store's connections.
 func (s *Store) Close() error {
+	if s.audit != nil {
+		s.audit.close()
+	}
 	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent} {
 		if st != nil {
 			st.Close()
 		}
-	}
-	if s.audit != nil {
-		s.audit.close()
 	}
 	return s.db.Close()
 }

@@ -428,6 +428,9 @@ func TestAppendOnlyTriggers(t *testing.T) {
 	if err := s.Audit(ctx, AuditEntry{Session: "s", Tool: "append_event", OK: true}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
 	raw := rawDB(t, path)
 	for _, table := range []string{TableEvents, TableCheckpoints, TableQueryLog} {
 		for _, q := range []string{

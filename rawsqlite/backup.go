@@ -22,7 +22,22 @@ var (
 // exclusively, so an existing file is never overwritten). If the source is
 // busy or locked, Backup retries for a few seconds. On failure the
 // partially written file is removed.
-func (c *Conn) Backup(dstPath string) (err error) {
+func (c *Conn) Backup(dstPath string) error {
+	return c.BackupSteps(dstPath, -1, nil)
+}
+
+// BackupSteps is Backup in steps of pages pages (-1: all at once). After
+// each step it calls progress (when not nil) with the pages copied and the
+// source's page count; progress returning false stops the backup, which
+// then fails with ResultInterrupt and removes the file.
+//
+// The copy is consistent however many steps it takes: unless c already has
+// a transaction open, BackupSteps holds a read transaction on c from the
+// first step to the last, so no step sees another writer's commit (and the
+// backup never restarts). The destination has no journal (it is a new file
+// that is removed on failure) and is not synced: callers that keep it sync
+// it themselves.
+func (c *Conn) BackupSteps(dstPath string, pages int, progress func(done, total int) bool) (err error) {
 	if !c.usable() {
 		return errClosed
 	}
@@ -51,10 +66,25 @@ func (c *Conn) Backup(dstPath string) (err error) {
 			err = cerr
 		}
 	}()
-	return c.backupTo(dst)
+	if err := dst.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF"); err != nil {
+		return err
+	}
+	if pages > 0 && c.Autocommit() {
+		// BEGIN starts no read transaction until something reads; the
+		// count does, and the transaction then lasts until COMMIT.
+		if err := c.Exec("BEGIN; SELECT count(*) FROM sqlite_schema"); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := c.Exec("COMMIT"); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
+	return c.backupTo(dst, pages, progress)
 }
 
-func (c *Conn) backupTo(dst *Conn) error {
+func (c *Conn) backupTo(dst *Conn, pages int, progress func(done, total int) bool) error {
 	const name = "main"
 	zName := c.tls.Alloc(len(name) + 1)
 	defer c.tls.Free(len(name) + 1)
@@ -66,20 +96,41 @@ func (c *Conn) backupTo(dst *Conn) error {
 		// backup_init leaves its error on the destination handle.
 		return dst.errorFor(sqlite3.Xsqlite3_errcode(dst.tls, dst.db))
 	}
+	if pages <= 0 {
+		pages = -1
+	}
 	deadline := time.Now().Add(backupRetry)
 	var rc int32
+	stopped := false
 	for {
-		rc = sqlite3.Xsqlite3_backup_step(c.tls, b, -1)
+		rc = sqlite3.Xsqlite3_backup_step(c.tls, b, int32(clampInt32(pages)))
 		if rc&0xff == sqlite3.SQLITE_BUSY || rc&0xff == sqlite3.SQLITE_LOCKED {
 			if time.Now().Before(deadline) {
 				time.Sleep(backupPause)
 				continue
 			}
 		}
-		break
+		if rc != sqlite3.SQLITE_OK && rc != sqlite3.SQLITE_DONE {
+			break
+		}
+		if progress != nil {
+			total := int(sqlite3.Xsqlite3_backup_pagecount(c.tls, b))
+			done := total - int(sqlite3.Xsqlite3_backup_remaining(c.tls, b))
+			if !progress(done, total) && rc != sqlite3.SQLITE_DONE {
+				stopped = true
+				break
+			}
+		}
+		if rc == sqlite3.SQLITE_DONE {
+			break
+		}
+		deadline = time.Now().Add(backupRetry)
 	}
 	// finish reports the step's error again and records it on dst.
 	frc := sqlite3.Xsqlite3_backup_finish(c.tls, b)
+	if stopped {
+		return &Error{Code: ResultInterrupt, Msg: "rawsqlite: backup stopped"}
+	}
 	if rc == sqlite3.SQLITE_DONE && frc == sqlite3.SQLITE_OK {
 		return nil
 	}

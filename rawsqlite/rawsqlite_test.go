@@ -743,7 +743,7 @@ func TestDBConfigAndLimits(t *testing.T) {
 }
 
 func TestBackup(t *testing.T) {
-	c, _ := openTemp(t)
+	c, path := openTemp(t)
 	mustExec(t, c, `PRAGMA journal_mode = WAL;
 		CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c BLOB);
 		INSERT INTO t(b, c) SELECT 'row ' || x, randomblob(100)
@@ -800,6 +800,63 @@ func TestBackup(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(dst); string(b) != "precious" {
 			t.Fatalf("existing file changed: %q", b)
+		}
+	})
+	t.Run("in steps, consistent while another connection writes", func(t *testing.T) {
+		other, err := Open(path, ReadWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if err := other.BusyTimeout(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		want := dump(c)
+		dst := filepath.Join(dir, "steps.db")
+		var done []int
+		err = c.BackupSteps(dst, 10, func(n, total int) bool {
+			if len(done) > 0 && n <= done[len(done)-1] {
+				t.Errorf("progress went from %d to %d pages: the backup restarted", done[len(done)-1], n)
+				return false
+			}
+			done = append(done, n)
+			if n > total {
+				t.Errorf("%d of %d pages", n, total)
+			}
+			// A commit between steps must not reach the copy (nor restart it).
+			mustExec(t, other, "INSERT INTO t(b) VALUES ('later')")
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(done) < 3 {
+			t.Fatalf("progress %v: want several steps", done)
+		}
+		snap, err := Open(dst, ReadOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		if got := dump(snap); got != want {
+			t.Fatalf("stepped backup is not the state at its start: %d bytes vs %d", len(got), len(want))
+		}
+		if _, err := os.Stat(dst + "-journal"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("journal left beside the copy: %v", err)
+		}
+		if !c.Autocommit() {
+			t.Fatal("the read transaction was left open")
+		}
+	})
+	t.Run("stopped in the middle leaves nothing", func(t *testing.T) {
+		dst := filepath.Join(dir, "stopped.db")
+		steps := 0
+		err := c.BackupSteps(dst, 10, func(int, int) bool { steps++; return steps < 2 })
+		wantCode(t, err, ResultInterrupt)
+		for _, p := range []string{dst, dst + "-journal"} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%s left behind: %v", p, err)
+			}
 		}
 	})
 	t.Run("failed copy removes partial file", func(t *testing.T) {

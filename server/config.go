@@ -31,12 +31,14 @@ type Config struct {
 	SearchCandidates int
 	Snapshots        int
 	SnapshotDir      string
+	SnapshotTimeout  time.Duration
 	WorkerMemoryMB   int
 	MaxGrowthMB      int
 	MaxWorkers       int
 	StandbyWorkers   int
 	Worker           string
 	AuditDB          string
+	AuditQueryBytes  int
 	RG               string
 	Sandbox          bool
 	Verbose          bool
@@ -102,12 +104,21 @@ func options() []option {
 		intOption("search-candidates", "MCP_SQLITE_SEARCH_CANDIDATES", "5000", "rows search_text reads at most", 1, 10_000_000, func(c *Config, n int) { c.SearchCandidates = n }),
 		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept by destructive_query (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
 		stringOption("snapshot-dir", []string{"MCP_SQLITE_SNAPSHOT_DIR"}, "", "snapshot folder (default <db dir>/<stem>.snapshots)", func(c *Config, v string) { c.SnapshotDir = v }),
+		{flag: "snapshot-timeout", env: []string{"MCP_SQLITE_SNAPSHOT_TIMEOUT"}, def: "300", help: "seconds destructive_query's snapshot may take; the statement's --query-timeout starts after it", apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0.1 || f > 86400 || math.IsNaN(f) {
+				return errors.New("must be a number of seconds from 0.1 to 86400")
+			}
+			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
+			return nil
+		}},
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
 		intOption("max-growth-mb", "MCP_SQLITE_MAX_GROWTH_MB", "512", "MiB one statement may add to the database", 1, 1<<22, func(c *Config, n int) { c.MaxGrowthMB = n }),
 		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes running statements at once", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),
 		intOption("standby-workers", "MCP_SQLITE_STANDBY_WORKERS", "1", "workers started ahead so spawning is off the call path (0 turns it off)", 0, 16, func(c *Config, n int) { c.StandbyWorkers = n }),
 		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
 		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
+		intOption("audit-query-bytes", "MCP_SQLITE_AUDIT_QUERY_BYTES", "65536", "bytes of a call's SQL an audit row keeps (longer SQL: this prefix, its length and sha256)", 256, 1<<30, func(c *Config, n int) { c.AuditQueryBytes = n }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
 		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
 			switch strings.ToLower(v) {

@@ -50,12 +50,19 @@ type Server struct {
 	closers []io.Closer
 
 	mcp *mcpserver.MCPServer
+	// out is the stdio output while Serve runs (nil for in-process
+	// clients): progress notifications are written to it directly.
+	out *outWriter
 
+	// shutdown ends when the server stops taking calls: the host closed
+	// stdin or sent a signal (Serve), or Close was called. Every running
+	// call's context ends with it, which kills its worker at once.
+	shutdown      context.Context
+	beginShutdown context.CancelFunc
+
+	mu       sync.Mutex
+	closing  bool
 	inflight sync.WaitGroup
-	// hardStop kills running workers; it fires only when shutdown has
-	// waited out every call's own timeout.
-	hardStop   context.Context
-	stopWorker context.CancelFunc
 }
 
 // New opens (and in the memory profile bootstraps) the database, starts the
@@ -68,8 +75,11 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AuditQueryBytes <= 0 {
+		cfg.AuditQueryBytes = memory.DefaultAuditQueryBytes
+	}
 	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now())}
-	s.hardStop, s.stopWorker = context.WithCancel(context.Background())
+	s.shutdown, s.beginShutdown = context.WithCancel(context.Background())
 
 	if cfg.Profile == ProfileReadonly {
 		if err := s.openReadonly(ctx); err != nil {
@@ -85,6 +95,7 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		}
 		s.store, s.auditor = store, store
 		s.closers = append(s.closers, store)
+		s.removeSnapshotLeftovers()
 	}
 	hold, err := holdShared(abs)
 	if err != nil {
@@ -146,13 +157,22 @@ func workerCommand(path string) (string, []string, error) {
 // MCP returns the MCP server, for in-process clients.
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
-// Serve speaks MCP on r/w until the input ends or ctx is cancelled, then
-// shuts down: running calls finish within their timeout, workers that
-// remain are killed, and their audit rows are written.
+// Serve speaks MCP on r/w until the input ends or ctx is cancelled (a
+// signal), then shuts down at once: running calls are stopped (their
+// workers killed), audited as CANCELLED and get no response; the audit
+// queue is written; no worker is left.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	defer context.AfterFunc(ctx, s.beginShutdown)()
+	// Requests live until shutdown, not until ctx: when a handler sees its
+	// context end, shutdown (if that is the cause) is already marked.
+	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListen()
+	defer context.AfterFunc(s.shutdown, stopListen)()
+
+	s.out = &outWriter{w: w}
 	stdio := mcpserver.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
-	err := stdio.Listen(ctx, r, w)
+	err := stdio.Listen(listenCtx, &inputReader{r: r, atEnd: s.beginShutdown}, s.out)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -160,18 +180,30 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return err
 }
 
-// Close waits for running calls (each bounded by its timeout), then stops
-// the workers and closes the databases. It is safe to call twice.
-func (s *Server) Close() {
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(s.cfg.QueryTimeout + ipc.KillGrace + time.Second):
-		s.stopWorker()
-		<-done
+// inputReader is the host's input; its end (stdin closed) begins shutdown
+// before mcp-go learns of it, so the calls it stops know why.
+type inputReader struct {
+	r     io.Reader
+	atEnd func()
+}
+
+func (i *inputReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if err != nil {
+		i.atEnd()
 	}
-	s.stopWorker()
+	return n, err
+}
+
+// Close stops taking calls, stops the running ones (killing their workers),
+// waits for their handlers, stops the standby workers, and closes the
+// databases, which writes the queued audit rows. It is safe to call twice.
+func (s *Server) Close() {
+	s.beginShutdown()
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.inflight.Wait()
 	if s.spawner != nil {
 		s.spawner.Close()
 	}
@@ -181,11 +213,26 @@ func (s *Server) Close() {
 	s.closers = nil
 }
 
+// enter counts a call in, unless the server is closing.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
 // call is what one tool invocation leaves for its audit row.
 type call struct {
+	// ctx ends when the client cancels the call or the server shuts down.
+	ctx    context.Context
 	query  sql.NullString
 	rows   sql.NullInt64
 	detail map[string]any
+	// progress is the call's progress reporter, nil without a token.
+	progress *progress
 }
 
 func (c *call) setQuery(q string) { c.query = sql.NullString{String: q, Valid: true} }
@@ -199,29 +246,60 @@ type outcome struct {
 
 type toolFunc func(ctx context.Context, c *call, a args) (outcome, error)
 
+// Why a call was stopped before it ended, as its audit row says.
+const (
+	reasonShutdown  = "server shutting down"
+	reasonCancelled = "cancelled by the client"
+)
+
 // handle wraps a tool: argument errors, worker failures and panics all
 // become tool errors with a code, and every call, whatever its end, gets
-// its audit row in a deferred block. jsonTool marks the readonly profile's
-// tools: JSON errors, and results also as structured content.
+// its audit row. A call cancelled by the client (notifications/cancelled)
+// or stopped by shutdown is audited as CANCELLED and gets no response, as
+// MCP asks. jsonTool marks the readonly profile's tools: JSON errors, and
+// results also as structured content.
 func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		s.inflight.Add(1)
-		defer s.inflight.Done()
+	return func(reqCtx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		c := &call{detail: map[string]any{}}
-		var out outcome
-		var err error
-		defer func() {
-			if r := recover(); r != nil {
-				s.log.Error("tool handler panic", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
+		if !s.enter() {
+			s.audit(tool, start, c, ipc.NewError(ipc.CodeCancelled, reasonShutdown))
+			return noResponse(reasonShutdown), nil
+		}
+		defer s.inflight.Done()
+		ctx, cancel := context.WithCancel(reqCtx)
+		defer cancel()
+		defer context.AfterFunc(s.shutdown, cancel)()
+		c.ctx = ctx
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			c.progress = s.startProgress(ctx, req.Params.Meta.ProgressToken, tool, start)
+			c.ctx = ipc.WithProgress(ctx, c.progress.worker)
+		}
+		out, err := s.invoke(tool, fn, c, args{tool: tool, m: req.GetArguments()})
+		// No progress notification may follow the response.
+		c.progress.stop()
+		if err != nil && ctx.Err() != nil {
+			reason := reasonCancelled
+			if s.shutdown.Err() != nil {
+				reason = reasonShutdown
 			}
-			s.audit(tool, start, c, err)
-			res = s.result(out, err, jsonTool)
-		}()
-		out, err = fn(ctx, c, args{tool: tool, m: req.GetArguments()})
-		return nil, nil
+			s.audit(tool, start, c, ipc.NewError(ipc.CodeCancelled, reason))
+			return noResponse(reason), nil
+		}
+		s.audit(tool, start, c, err)
+		return s.result(out, err, jsonTool), nil
 	}
+}
+
+// invoke runs fn, turning a panic into a coded error.
+func (s *Server) invoke(tool string, fn toolFunc, c *call, a args) (out outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("tool handler panic", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
+		}
+	}()
+	return fn(c.ctx, c, a)
 }
 
 func (s *Server) result(out outcome, err error, jsonTool bool) *mcp.CallToolResult {
@@ -248,6 +326,9 @@ func (s *Server) result(out outcome, err error, jsonTool bool) *mcp.CallToolResu
 	return mcp.NewToolResultText(out.text)
 }
 
+// audit queues the call's row; it never waits for the database. The row
+// is bounded (--audit-query-bytes), so no call can grow the log without
+// bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 	e := memory.AuditEntry{
 		TS: start, Session: s.session, Tool: tool, Query: c.query, OK: err == nil,
@@ -260,11 +341,9 @@ func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 			e.Error = ce.Error()
 		}
 	}
-	// The audit outlives the agent's request: a cancelled call is logged too.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if aerr := s.auditor.Audit(ctx, e); aerr != nil {
-		s.log.Error("could not write the audit row", "tool", tool, "error", aerr)
+	e.Bound(s.cfg.AuditQueryBytes)
+	if aerr := s.auditor.Audit(context.Background(), e); aerr != nil {
+		s.log.Error("could not queue the audit row", "tool", tool, "error", aerr)
 	}
 }
 
@@ -294,8 +373,20 @@ func (s *Server) answer(c *call, req *ipc.Request) (outcome, error) {
 }
 
 // run sends req to a worker and folds its answer into the call's audit.
+// The call's context reaches the worker: cancelling the call kills it.
 func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
-	resp := s.spawner.Run(s.hardStop, req)
+	if snap := req.Snapshot; snap != nil && snap.Keep > 0 {
+		// The front names the partial file, so that it can remove what a
+		// killed worker left (a worker that stops on its own removes it).
+		snap.TimeoutMS = s.cfg.SnapshotTimeout.Milliseconds()
+		snap.Partial = partialName(snap.Stem)
+		defer removePartial(snap)
+	}
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = s.shutdown
+	}
+	resp := s.spawner.Run(ctx, req)
 	for k, v := range resp.Detail {
 		c.detail[k] = v
 	}

@@ -31,8 +31,13 @@ type executor struct {
 	// COMMIT, catalogue reads) are built here and need no policing, and the
 	// policy forbids transaction control.
 	agentPhase bool
-	// timedOut is set when the request's time is up.
+	// timedOut is set when the request's time is up; clock sets it (nil
+	// when the request has no timeout). A snapshot stops the clock and
+	// starts it again when it is complete.
 	timedOut atomic.Bool
+	clock    *time.Timer
+	// progress writes progress frames for the front.
+	progress *reporter
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any

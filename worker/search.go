@@ -78,6 +78,9 @@ func (ex *executor) search() (*ipc.Response, error) {
 			break
 		}
 		t.Candidates++
+		if t.Candidates%256 == 0 {
+			ex.progress.report(ipc.Progress{Phase: ipc.PhaseSearch, Done: int64(t.Candidates), Total: int64(candidateCap)}, false)
+		}
 		rowMatched := false
 		for i, name := range plan.Columns {
 			if ex.timedOut.Load() {

@@ -1,59 +1,211 @@
 package worker
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
+// snapshotPages is what one backup step copies (4 MiB of 4 KiB pages):
+// small enough to report progress and to notice the snapshot's deadline
+// several times a second.
+const snapshotPages = 1024
+
+// snapshotStepHook runs after each backup step; tests slow snapshots down
+// with it.
+var snapshotStepHook = func() {}
+
+// stampLayout is the time in a snapshot's name; it sorts by name in time
+// order.
+const stampLayout = "20060102T150405.000"
+
 // snapshot backs the database up with SQLite's online backup API into
-// <dir>/<stem>.<YYYYMMDDTHHMMSS.mmm>Z.db and keeps the newest Keep files.
-// It returns "" when snapshots are disabled.
+// <dir>/<stem>.<YYYYMMDDTHHMMSS.mmm>Z.db and keeps the newest Keep complete
+// snapshots. It returns "" when snapshots are disabled.
+//
+// The copy is written under a partial name (ending in ipc.PartialSuffix),
+// synced, and renamed only when complete, so a file with a snapshot's name
+// is always a whole snapshot. Whatever stops the copy removes the partial
+// file here; when the worker is killed, the front removes it (it chose the
+// name).
+//
+// The snapshot has its own time budget (Snapshot.TimeoutMS): the
+// statement's clock stops while it runs and starts from zero when it is
+// complete. Progress frames tell the front, which moves its kill timer the
+// same way.
 func (ex *executor) snapshot() (string, error) {
 	s := ex.req.Snapshot
 	if s == nil || s.Keep <= 0 {
 		return "", nil
 	}
+	partial, err := partialName(s)
+	if err != nil {
+		return "", err
+	}
+	if ex.clock != nil && !ex.clock.Stop() {
+		// The statement's time ran out while it compiled.
+		return "", &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
+	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
 	}
-	name := s.Stem + "." + time.Now().UTC().Format("20060102T150405.000") + "Z.db"
-	path := filepath.Join(s.Dir, name)
-	if err := ex.conn.Backup(path); err != nil {
+	budget := time.Duration(s.TimeoutMS) * time.Millisecond
+	if budget <= 0 {
+		budget = time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
+	}
+	started := time.Now()
+	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
+	tmp := filepath.Join(s.Dir, partial)
+	expired := false
+	err = ex.conn.BackupSteps(tmp, snapshotPages, func(done, total int) bool {
+		if budget > 0 && time.Since(started) > budget {
+			expired = true
+			return false
+		}
+		ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot, Done: int64(done), Total: int64(total)}, done == total)
+		snapshotStepHook()
+		return true
+	})
+	if err != nil {
+		if expired {
+			return "", ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
+		}
 		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
 	}
+	path, err := keepSnapshot(tmp, s, started)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+	}
 	rotate(s.Dir, s.Stem, s.Keep, ex)
+	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
+	if ex.clock != nil {
+		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
+	}
 	return path, nil
 }
 
-// rotate removes all but the newest keep snapshots of stem. The timestamp
-// format sorts by name in time order.
+// partialName is the request's partial file name, checked to be a plain
+// name in the snapshot folder, or one made up for a hand-written request.
+func partialName(s *ipc.Snapshot) (string, error) {
+	if !plainName(s.Stem) {
+		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
+	}
+	if s.Partial == "" {
+		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ipc.PartialSuffix, nil
+	}
+	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, ipc.PartialSuffix) {
+		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
+	}
+	return s.Partial, nil
+}
+
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
+}
+
+// keepSnapshot syncs the complete copy at tmp and renames it to its
+// snapshot name (the time it was taken), then syncs the folder so that the
+// name survives a power loss.
+func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) {
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return "", err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	// Two snapshots in one millisecond (two servers on one file) must not
+	// replace each other.
+	for range 1000 {
+		path := filepath.Join(s.Dir, s.Stem+"."+taken.UTC().Format(stampLayout)+"Z.db")
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(tmp, path); err != nil {
+				return "", err
+			}
+			syncDir(s.Dir)
+			return path, nil
+		}
+		taken = taken.Add(time.Millisecond)
+	}
+	return "", errors.New("no free snapshot name")
+}
+
+// rotate removes all but the newest keep complete snapshots of stem.
+// Partial files are not snapshots and do not count; neither does a
+// snapshot with a journal beside it (an incomplete one from a version that
+// wrote snapshots in place), which SnapshotLeftovers reports.
 func rotate(dir, stem string, keep int, ex *executor) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	var names []string
+	names := map[string]bool{}
 	for _, e := range entries {
-		n := e.Name()
-		if strings.HasPrefix(n, stem+".") && strings.HasSuffix(n, "Z.db") && isSnapshotStamp(n[len(stem)+1:len(n)-len("Z.db")]) {
-			names = append(names, n)
+		names[e.Name()] = true
+	}
+	var complete []string
+	for n := range names {
+		if isSnapshotName(n, stem) && !names[n+"-journal"] {
+			complete = append(complete, n)
 		}
 	}
-	sort.Strings(names)
-	for len(names) > keep {
-		if err := os.Remove(filepath.Join(dir, names[0])); err != nil {
-			ex.log.Warn("could not remove an old snapshot", "file", names[0], "error", err)
+	sort.Strings(complete)
+	for len(complete) > keep {
+		if err := os.Remove(filepath.Join(dir, complete[0])); err != nil {
+			ex.log.Warn("could not remove an old snapshot", "file", complete[0], "error", err)
 		}
-		names = names[1:]
+		complete = complete[1:]
 	}
 }
 
-func isSnapshotStamp(s string) bool {
-	_, err := time.Parse("20060102T150405.000", s)
+// isSnapshotName reports whether name is <stem>.<stamp>Z.db.
+func isSnapshotName(name, stem string) bool {
+	if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, "Z.db") || len(name) < len(stem)+1+len("Z.db") {
+		return false
+	}
+	_, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len("Z.db")])
 	return err == nil
+}
+
+// SnapshotLeftovers lists what stopped snapshots of stem left in dir:
+// partial files (and any journal of theirs), and snapshots that an older
+// version wrote in place and never finished (a hot journal beside them),
+// with that journal. Call it only while no worker of any server may be
+// writing a snapshot of this database: a partial file of a running
+// snapshot looks the same.
+func SnapshotLeftovers(dir, stem string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	var out []string
+	for n := range names {
+		base, _ := strings.CutSuffix(n, "-journal")
+		switch {
+		case strings.HasPrefix(base, stem+".") && strings.HasSuffix(base, ipc.PartialSuffix):
+			out = append(out, filepath.Join(dir, n))
+		case isSnapshotName(base, stem) && names[base+"-journal"]:
+			// The snapshot and its journal are both listed, once each.
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

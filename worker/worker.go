@@ -35,12 +35,19 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		err = admit(req, log)
 	}
 	var resp *ipc.Response
+	version := ipc.Version
 	if err != nil {
 		resp = ipc.Failure(err)
 	} else {
-		resp = Execute(req, log)
+		// A version-1 request gets a version-1 answer: no progress frames.
+		var progress io.Writer
+		if req.Version >= 2 {
+			progress = stdout
+		}
+		version = req.Version
+		resp = Execute(req, log, progress)
 	}
-	resp.Version = ipc.Version
+	resp.Version = version
 	if err := ipc.WriteResponse(stdout, resp); err != nil {
 		log.Error("writing the response failed", "error", err)
 		return 1
@@ -49,16 +56,21 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // Execute runs req and always returns a response. It applies the process
-// limits first, so call it only in a process of its own.
-func Execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
+// limits first, so call it only in a process of its own. Progress frames go
+// to progress before the caller writes the response; nil writes none.
+func Execute(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Response {
 	if err := applyLimits(req, log); err != nil {
 		return ipc.Failure(err)
 	}
-	return execute(req, log)
+	return executeTo(req, log, progress)
 }
 
 // execute runs req in this process as it is (tests call it directly).
-func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
+func execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
+	return executeTo(req, log, nil)
+}
+
+func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *ipc.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -70,15 +82,16 @@ func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
 		return ipc.Failure(err)
 	}
 	defer ex.close()
+	ex.progress = &reporter{w: progress}
 
 	if req.Limits.TimeoutMS > 0 {
 		// SQLite drops an interrupt that arrives between statements, so the
 		// flag makes the next step fail too.
-		t := time.AfterFunc(time.Duration(req.Limits.TimeoutMS)*time.Millisecond, func() {
+		ex.clock = time.AfterFunc(time.Duration(req.Limits.TimeoutMS)*time.Millisecond, func() {
 			ex.timedOut.Store(true)
 			ex.conn.Interrupt()
 		})
-		defer t.Stop()
+		defer ex.clock.Stop()
 	}
 	switch req.Op {
 	case ipc.OpQuery:

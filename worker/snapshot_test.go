@@ -1,0 +1,192 @@
+package worker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// bigDB is testDB plus about 12 MB of rows, so a snapshot takes several
+// backup steps.
+func bigDB(t *testing.T) string {
+	t.Helper()
+	db := testDB(t)
+	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec(`CREATE TABLE big(b BLOB); INSERT INTO big SELECT randomblob(4000)
+		FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 3000) SELECT x FROM s)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestSnapshot(t *testing.T) {
+	log := hclog.NewNullLogger()
+	destructive := func(db, dir string, keep int, snapTimeoutMS int64) *ipc.Request {
+		req := request(db, ipc.OpQuery, "destructive", "DELETE FROM t WHERE id = 1")
+		req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "w", Keep: keep, TimeoutMS: snapTimeoutMS, Partial: "w.test.partial"}
+		return req
+	}
+
+	t.Run("complete snapshots only, and retention counts only them", func(t *testing.T) {
+		db := testDB(t)
+		dir := filepath.Join(t.TempDir(), "snaps")
+		os.MkdirAll(dir, 0o700)
+		// Leftovers: a partial file and an old-style incomplete snapshot.
+		stale := []string{"w.old.partial", "w.20200101T000000.000Z.db", "w.20200101T000000.000Z.db-journal"}
+		for _, n := range stale {
+			os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600)
+		}
+		var frames bytes.Buffer
+		for i := range 3 {
+			req := destructive(db, dir, 2, 0)
+			req.SQL = "INSERT INTO t (name) VALUES ('x')"
+			resp := executeTo(req, log, &frames)
+			if !resp.OK || !strings.Contains(resp.Text, "; snapshot: ") {
+				t.Fatalf("call %d: %+v", i, resp)
+			}
+		}
+		names := dirNames(t, dir)
+		var complete []string
+		for _, n := range names {
+			if isSnapshotName(n, "w") && !slices.Contains(stale, n) {
+				complete = append(complete, n)
+			}
+		}
+		if len(complete) != 2 {
+			t.Fatalf("folder %v: want the 2 newest complete snapshots", names)
+		}
+		for _, n := range stale {
+			if !slices.Contains(names, n) {
+				t.Fatalf("%s is not a complete snapshot and must neither count nor be rotated away: %v", n, names)
+			}
+		}
+		if slices.Contains(names, "w.test.partial") {
+			t.Fatalf("partial file left after success: %v", names)
+		}
+		// Each call said when the snapshot started and when the statement did.
+		if n := strings.Count(frames.String(), `"phase":"snapshot","done":0`); n != 3 {
+			t.Fatalf("%d snapshot start frames, want 3:\n%s", n, frames.String())
+		}
+		if n := strings.Count(frames.String(), `"phase":"statement"`); n != 3 {
+			t.Fatalf("%d statement frames, want 3", n)
+		}
+		got := SnapshotLeftovers(dir, "w")
+		want := []string{filepath.Join(dir, stale[1]), filepath.Join(dir, stale[2]), filepath.Join(dir, stale[0])}
+		if !slices.Equal(got, want) {
+			t.Fatalf("leftovers %v, want %v", got, want)
+		}
+	})
+
+	t.Run("a snapshot past its budget leaves nothing and runs nothing", func(t *testing.T) {
+		db := bigDB(t)
+		dir := filepath.Join(t.TempDir(), "snaps")
+		// 1 ms: the deadline passes during the first 4 MiB step.
+		resp := execute(destructive(db, dir, 2, 1), log)
+		if resp.OK || resp.Code != ipc.CodeTimeout || !strings.Contains(resp.Message, "snapshot was not complete") {
+			t.Fatalf("got %+v", resp)
+		}
+		if names := dirNames(t, dir); len(names) != 0 {
+			t.Fatalf("snapshot folder not empty: %v", names)
+		}
+		check := execute(request(db, ipc.OpQuery, "read", "SELECT count(*) FROM t"), log)
+		if !strings.HasPrefix(check.Text, "count(*)\n3\n") {
+			t.Fatalf("the statement ran: %q", check.Text)
+		}
+	})
+
+	t.Run("the statement's timeout starts after the snapshot", func(t *testing.T) {
+		db := bigDB(t)
+		dir := filepath.Join(t.TempDir(), "snaps")
+		req := destructive(db, dir, 2, 60_000)
+		// A snapshot of three steps or more that takes longer than the
+		// statement's whole timeout.
+		req.Limits.TimeoutMS = 1000
+		snapshotStepHook = func() { time.Sleep(400 * time.Millisecond) }
+		defer func() { snapshotStepHook = func() {} }()
+		var frames bytes.Buffer
+		resp := executeTo(req, log, &frames)
+		if !resp.OK {
+			t.Fatalf("got %+v", resp)
+		}
+		// Pages were reported between the start and the statement.
+		if !strings.Contains(frames.String(), `"total":`) {
+			t.Fatalf("no page counts in the frames:\n%s", frames.String())
+		}
+	})
+
+	t.Run("bad names are refused", func(t *testing.T) {
+		for _, s := range []ipc.Snapshot{
+			{Stem: "w", Partial: "../w.x.partial"},
+			{Stem: "w", Partial: "w.x.db"},
+			{Stem: "w", Partial: "other.x.partial"},
+			{Stem: "../w"},
+			{Stem: ".."},
+		} {
+			if _, err := partialName(&s); ipc.Code(err) != ipc.CodeInvalidArgument {
+				t.Errorf("%+v: got %v", s, err)
+			}
+		}
+		if name, err := partialName(&ipc.Snapshot{Stem: "w"}); err != nil || !strings.HasPrefix(name, "w.") || !strings.HasSuffix(name, ipc.PartialSuffix) {
+			t.Errorf("made-up name %q, %v", name, err)
+		}
+	})
+}
+
+func TestSearchProgress(t *testing.T) {
+	old := progressEvery
+	progressEvery = 0
+	t.Cleanup(func() { progressEvery = old })
+	db := testDB(t)
+	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`INSERT INTO t (name) SELECT 'n' || x FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 600) SELECT x FROM s)`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	req := request(db, ipc.OpSearch, "read", "")
+	req.Search = &ipc.Search{Pattern: "n5", Table: "t", Limit: 10, ContextChars: 5, CandidateCap: 1000}
+	var frames bytes.Buffer
+	if resp := executeTo(req, hclog.NewNullLogger(), &frames); !resp.OK {
+		t.Fatalf("search: %+v", resp)
+	}
+	var got []ipc.Progress
+	_, err = ipc.ReadResponseProgress(io.MultiReader(&frames, strings.NewReader(fmt.Sprintf(`{"v":%d,"ok":true}`+"\n", ipc.Version))), func(p ipc.Progress) { got = append(got, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ipc.Progress{{Phase: ipc.PhaseSearch, Done: 256, Total: 1000}, {Phase: ipc.PhaseSearch, Done: 512, Total: 1000}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("frames %+v, want %+v", got, want)
+	}
+}
