@@ -76,7 +76,7 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 			more = true
 			break
 		}
-		readRow(st, row)
+		readRowView(st, row)
 		if !out.Add(row) {
 			break
 		}
