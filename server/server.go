@@ -50,6 +50,9 @@ type Server struct {
 	closers []io.Closer
 
 	mcp *mcpserver.MCPServer
+	// bulk splices large result texts into the output (result.go); nil
+	// outside Serve.
+	bulk *bulkWriter
 
 	inflight sync.WaitGroup
 	// hardStop kills running workers; it fires only when shutdown has
@@ -152,7 +155,8 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	stdio := mcpserver.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
-	err := stdio.Listen(ctx, r, w)
+	s.bulk = newBulkWriter(w)
+	err := stdio.Listen(ctx, r, s.bulk)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -245,7 +249,7 @@ func (s *Server) result(out outcome, err error, jsonTool bool) *mcp.CallToolResu
 			return mcp.NewToolResultStructured(structured, string(out.json))
 		}
 	}
-	return mcp.NewToolResultText(out.text)
+	return s.bulk.textResult(out.text)
 }
 
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
