@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -89,7 +90,7 @@ func (s *Store) Verify(ctx context.Context) (Verification, error) {
 	if err != nil {
 		return Verification{}, fmt.Errorf("memory: verify: %w", err)
 	}
-	v, err := vc.run(ctx)
+	v, err := vc.run(ctx, s.path)
 	s.returnVerifier(vc, err)
 	if err != nil {
 		return Verification{}, fmt.Errorf("memory: verify: %w", err)
@@ -97,15 +98,24 @@ func (s *Store) Verify(ctx context.Context) (Verification, error) {
 	return v, nil
 }
 
-// verifier is a read-only connection with the two statements of a check,
-// kept between calls (opening and preparing cost more than checking a
-// short chain).
+// verifier is a read-only connection with the statements of a check, kept
+// between calls (opening and preparing cost more than checking a short
+// chain).
 type verifier struct {
 	conn    *rawsqlite.Conn
-	rows    *rawsqlite.Stmt
+	rows    *rawsqlite.Stmt // every event in id order
+	span    *rawsqlite.Stmt // the events with ids ?1 to ?2, in id order
+	bounds  *rawsqlite.Stmt // the lowest and highest id
 	count   *rawsqlite.Stmt
 	batches []*chainBatch // reused by every check on this connection
+	// other reads half of a long chain on a second connection, in the
+	// same snapshot; opened when first needed.
+	other atomic.Pointer[verifier]
 }
+
+// splitMin is the chain length from which two connections read it; a
+// variable so that tests can split short chains.
+var splitMin int64 = 20_000
 
 func openVerifier(path string) (*verifier, error) {
 	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
@@ -113,11 +123,24 @@ func openVerifier(path string) (*verifier, error) {
 		return nil, err
 	}
 	vc := &verifier{conn: c}
-	if err = c.BusyTimeout(BusyTimeout); err == nil {
-		vc.rows, _, err = c.Prepare(`SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events ORDER BY id`)
+	const columns = `SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events`
+	for _, p := range []struct {
+		st  **rawsqlite.Stmt
+		sql string
+	}{
+		{&vc.rows, columns + ` ORDER BY id`},
+		{&vc.span, columns + ` WHERE id BETWEEN ?1 AND ?2 ORDER BY id`},
+		// Two subqueries: each is answered from the ends of the table's
+		// b-tree, where min(id), max(id) together would scan it.
+		{&vc.bounds, `SELECT (SELECT min(id) FROM memory_events), (SELECT max(id) FROM memory_events)`},
+		{&vc.count, `SELECT count(*) FROM memory_events`},
+	} {
+		if err == nil {
+			*p.st, _, err = c.Prepare(p.sql)
+		}
 	}
 	if err == nil {
-		vc.count, _, err = c.Prepare(`SELECT count(*) FROM memory_events`)
+		err = c.BusyTimeout(BusyTimeout)
 	}
 	if err != nil {
 		vc.close()
@@ -127,12 +150,23 @@ func openVerifier(path string) (*verifier, error) {
 }
 
 func (vc *verifier) close() {
-	for _, st := range []*rawsqlite.Stmt{vc.rows, vc.count} {
+	if o := vc.other.Swap(nil); o != nil {
+		o.close()
+	}
+	for _, st := range []*rawsqlite.Stmt{vc.rows, vc.span, vc.bounds, vc.count} {
 		if st != nil {
 			_ = st.Finalize()
 		}
 	}
 	_ = vc.conn.Close()
+}
+
+// interrupt stops the statements running on vc's connections.
+func (vc *verifier) interrupt() {
+	vc.conn.Interrupt()
+	if o := vc.other.Load(); o != nil {
+		o.conn.Interrupt()
+	}
 }
 
 // takeVerifier returns the idle verifier, or a new one when it is in use.
@@ -170,8 +204,8 @@ func (s *Store) returnVerifier(vc *verifier, err error) {
 
 // run checks the chain in one read transaction; cancelling ctx interrupts
 // the scan.
-func (vc *verifier) run(ctx context.Context) (v Verification, err error) {
-	stop := context.AfterFunc(ctx, vc.conn.Interrupt)
+func (vc *verifier) run(ctx context.Context, path string) (v Verification, err error) {
+	stop := context.AfterFunc(ctx, vc.interrupt)
 	defer func() {
 		stop()
 		if ctx.Err() != nil && err != nil {
@@ -182,12 +216,24 @@ func (vc *verifier) run(ctx context.Context) (v Verification, err error) {
 		return v, err
 	}
 	defer func() {
-		err = errors.Join(err, vc.rows.Reset(), vc.count.Reset())
+		err = errors.Join(err, vc.rows.Reset(), vc.span.Reset(), vc.bounds.Reset(), vc.count.Reset())
 		if rerr := vc.conn.Exec("ROLLBACK"); err == nil {
 			err = rerr
 		}
 	}()
-	v, err = vc.scanChain()
+	// The first read: it fixes the snapshot the whole check sees.
+	if _, err := vc.bounds.Step(); err != nil {
+		return v, err
+	}
+	first, last := vc.bounds.ColumnInt64(0), vc.bounds.ColumnInt64(1)
+	if first == 1 && last >= splitMin && runtime.GOMAXPROCS(0) > 1 {
+		if v, ok := vc.splitScan(path, last); ok || ctx.Err() != nil {
+			return v, ctx.Err()
+		}
+		// Not intact (or no second reader): the sequential scan below
+		// finds the first break exactly.
+	}
+	v, _, err = vc.scanChain(vc.rows, chainStart{prev: []byte(GenesisHash)})
 	if err != nil || v.OK {
 		return v, err
 	}
@@ -197,6 +243,58 @@ func (vc *verifier) run(ctx context.Context) (v Verification, err error) {
 	}
 	v.Events = vc.count.ColumnInt64(0)
 	return v, nil
+}
+
+// splitScan checks a chain whose ids run from 1 to last (the bounds of
+// vc's snapshot) as two halves read at once, the upper one by a second
+// connection that opens vc's snapshot. It reports ok only for an intact
+// chain: ids 1 to last with no gap, each half's links and hashes right,
+// and the upper half's first prev_hash the lower half's last hash. Anything
+// else, an error included, is for the sequential scan to report.
+func (vc *verifier) splitScan(path string, last int64) (Verification, bool) {
+	other := vc.other.Load()
+	if other == nil {
+		var err error
+		if other, err = openVerifier(path); err != nil {
+			return Verification{}, false
+		}
+		vc.other.Store(other)
+	}
+	fail := func() (Verification, bool) {
+		if o := vc.other.Swap(nil); o != nil {
+			o.close() // it may be mid-transaction; the next check opens another
+		}
+		return Verification{}, false
+	}
+	snap, err := vc.conn.Snapshot()
+	if err != nil {
+		return Verification{}, false // not in WAL mode
+	}
+	defer snap.Free()
+	if other.conn.Exec("BEGIN") != nil || other.conn.OpenSnapshot(snap) != nil {
+		return fail()
+	}
+	mid := last / 2
+	if vc.span.BindInt64(1, 1) != nil || vc.span.BindInt64(2, mid) != nil ||
+		other.span.BindInt64(1, mid+1) != nil || other.span.BindInt64(2, last) != nil {
+		return fail()
+	}
+	var high Verification
+	var highPrev []byte
+	var highErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		high, highPrev, highErr = other.scanChain(other.span, chainStart{row: mid})
+	})
+	low, _, lowErr := vc.scanChain(vc.span, chainStart{prev: []byte(GenesisHash)})
+	wg.Wait()
+	if highErr != nil || other.span.Reset() != nil || other.conn.Exec("ROLLBACK") != nil {
+		return fail()
+	}
+	if lowErr != nil || !low.OK || low.Events != mid || !high.OK || high.Events != last || string(highPrev) != low.HeadHash {
+		return Verification{}, false
+	}
+	return Verification{OK: true, Events: last, HeadID: last, HeadHash: high.HeadHash}, true
 }
 
 // Batches carry events from the reading goroutine to the hashing ones.
@@ -278,11 +376,20 @@ func (b *chainBatch) check(found *hashBreak, canon *[]byte) {
 	}
 }
 
+// chainStart is where a scan starts: the row number of its first row (whose
+// id must be row+1) and the prev_hash that row must have (nil: whatever it
+// has; scanChain returns it for the caller to check).
+type chainStart struct {
+	row  int64
+	prev []byte
+}
+
 // scanChain steps rows (id, ts, session, kind, content, prev_hash, hash) in
 // id order and stops at the first break. Rows before a break found by the
 // reader (a gap, a broken link, a field that is not TEXT) are still hashed,
-// and the earlier of the two breaks is the answer.
-func (vc *verifier) scanChain() (Verification, error) {
+// and the earlier of the two breaks is the answer. It also returns the
+// first row's prev_hash.
+func (vc *verifier) scanChain(rows *rawsqlite.Stmt, start chainStart) (Verification, []byte, error) {
 	hashers := max(1, runtime.GOMAXPROCS(0)-1)
 	for len(vc.batches) < hashers+2 {
 		// Batches start small and grow to batchBytes only for long chains.
@@ -305,31 +412,32 @@ func (vc *verifier) scanChain() (Verification, error) {
 		})
 	}
 
-	v, row, err := readChain(vc.rows, free, work, found)
+	v, row, firstPrev, err := readChain(rows, start, free, work, found)
 	close(work)
 	wg.Wait()
 	if err != nil {
-		return Verification{}, err
+		return Verification{}, nil, err
 	}
 	if found.row >= 0 && (v.OK || found.row < row) {
 		// Rows up to this one passed the reader's checks, so its id is
 		// row+1 and the head before it is its prev_hash.
-		return Verification{BreakAtID: found.row + 1, Reason: reasonHash, HeadID: found.row, HeadHash: found.prev}, nil
+		return Verification{BreakAtID: found.row + 1, Reason: reasonHash, HeadID: found.row, HeadHash: found.prev}, firstPrev, nil
 	}
-	return v, nil
+	return v, firstPrev, nil
 }
 
 // readChain is scanChain's reading side: it checks ids, prev_hash links and
 // that every field is TEXT, and copies the fields into batches. It returns
-// the verification as far as the reader can tell and the row number where
-// it stopped.
-func readChain(rows *rawsqlite.Stmt, free <-chan *chainBatch, work chan<- *chainBatch, found *hashBreak) (Verification, int64, error) {
-	v := Verification{OK: true, HeadHash: GenesisHash}
-	prev := append(make([]byte, 0, hashLen), GenesisHash...)
+// the verification as far as the reader can tell, the row number where it
+// stopped and the first row's prev_hash.
+func readChain(rows *rawsqlite.Stmt, start chainStart, free <-chan *chainBatch, work chan<- *chainBatch, found *hashBreak) (Verification, int64, []byte, error) {
+	v := Verification{OK: true, HeadID: start.row, HeadHash: string(start.prev)}
+	prev := append(make([]byte, 0, hashLen), start.prev...)
+	var firstPrev []byte
 	b := <-free
-	b.reset(0)
+	b.reset(start.row)
 	var fields [6][]byte
-	row := int64(0)
+	row := start.row
 	for ; ; row++ {
 		if b.full() {
 			work <- b
@@ -342,7 +450,7 @@ func readChain(rows *rawsqlite.Stmt, free <-chan *chainBatch, work chan<- *chain
 		ok, err := rows.Step()
 		if err != nil {
 			work <- b
-			return v, row, err
+			return v, row, firstPrev, err
 		}
 		if !ok {
 			break
@@ -357,6 +465,12 @@ func readChain(rows *rawsqlite.Stmt, free <-chan *chainBatch, work chan<- *chain
 			fields[i] = rows.ColumnTextView(i + 1)
 		}
 		prevHash, hash := fields[4], fields[5]
+		if row == start.row {
+			firstPrev = append([]byte(nil), prevHash...)
+			if start.prev == nil {
+				prev = append(prev[:0], prevHash...)
+			}
+		}
 		reason := ""
 		switch {
 		case id != row+1:
@@ -382,5 +496,5 @@ func readChain(rows *rawsqlite.Stmt, free <-chan *chainBatch, work chan<- *chain
 	if v.OK {
 		v.Events, v.HeadID, v.HeadHash = row, row, string(prev)
 	}
-	return v, row, nil
+	return v, row, firstPrev, nil
 }

@@ -53,8 +53,24 @@ func verifySequential(t *testing.T, db *sql.DB) Verification {
 }
 
 // Breaks anywhere in a chain several batches long, at and around batch
-// boundaries, are reported exactly as the sequential check reports them.
+// boundaries and the middle where a split check divides it, are reported
+// exactly as the sequential check reports them, whether the chain is read
+// by one connection or split between two.
 func TestVerifyMatchesSequential(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		t.Run(fmt.Sprintf("split=%v", split), func(t *testing.T) {
+			old := splitMin
+			defer func() { splitMin = old }()
+			splitMin = 1 << 62
+			if split {
+				splitMin = 2
+			}
+			testVerifyMatchesSequential(t, split)
+		})
+	}
+}
+
+func testVerifyMatchesSequential(t *testing.T, split bool) {
 	const n = 3*batchEvents + 17
 	base := filepath.Join(t.TempDir(), "chain.db")
 	s := openStore(t, base)
@@ -84,7 +100,7 @@ func TestVerifyMatchesSequential(t *testing.T) {
 			return fmt.Sprintf(`UPDATE memory_events SET hash = substr(hash, 2) WHERE id = %d`, id)
 		}},
 	}
-	ids := []int{1, 2, batchEvents - 1, batchEvents, batchEvents + 1, 2*batchEvents + 1, n - 1, n}
+	ids := []int{1, 2, batchEvents - 1, batchEvents, batchEvents + 1, n/2 - 1, n / 2, n/2 + 1, n/2 + 2, 2*batchEvents + 1, n - 1, n}
 	ctx := context.Background()
 	for _, tp := range tampers {
 		for _, id := range ids {
@@ -93,6 +109,7 @@ func TestVerifyMatchesSequential(t *testing.T) {
 				raw := rawDB(t, base)
 				mustExec(t, raw, `VACUUM INTO ?`, path)
 				raw = rawDB(t, path)
+				mustExec(t, raw, `PRAGMA journal_mode = WAL`) // snapshots need WAL
 				mustExec(t, raw, `DROP TRIGGER memory_events_no_update`)
 				mustExec(t, raw, `DROP TRIGGER memory_events_no_delete`)
 				mustExec(t, raw, tp.sql(id))
@@ -127,12 +144,20 @@ func TestVerifyMatchesSequential(t *testing.T) {
 		if want := verifySequential(t, rawDB(t, base)); err != nil || got != want || !got.OK || got.Events != n {
 			t.Fatalf("Verify = %+v, %v; want %+v", got, err, want)
 		}
+		// The split check ran (it keeps its second connection), or not.
+		if vc := st.verifiers.idle; vc == nil || (vc.other.Load() != nil) != split {
+			t.Fatalf("second connection open: %v, want %v", vc != nil && vc.other.Load() != nil, split)
+		}
 	})
 }
 
 // Concurrent checks each get a connection; a cancelled one reports the
-// cancellation; a closed store refuses.
+// cancellation; a closed store refuses. Chains are split between two
+// connections here.
 func TestVerifyConcurrentAndCancelled(t *testing.T) {
+	old := splitMin
+	defer func() { splitMin = old }()
+	splitMin = 2
 	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
 	if err := fillChain(s, 2*batchEvents); err != nil {
 		t.Fatal(err)
