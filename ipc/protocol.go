@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // Version is the protocol version both sides speak. Bump it whenever a field
@@ -217,14 +218,23 @@ func WriteResponse(w io.Writer, resp *Response) error {
 	header.TextBytes = len(resp.Text)
 	header.TextIsJSON = resp.JSON != nil
 	var buf bytes.Buffer
-	buf.Grow(256 + len(resp.Text))
+	buf.Grow(256 + min(len(resp.Text), bulkPayload))
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&header); err != nil {
 		return err
 	}
-	buf.WriteString(resp.Text)
-	_, err := w.Write(buf.Bytes())
+	if len(resp.Text) <= bulkPayload {
+		buf.WriteString(resp.Text)
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	// A bulk payload (an export) is written where it lies, not copied
+	// behind the header first.
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, resp.Text)
 	return err
 }
 
@@ -270,6 +280,10 @@ type headerLine struct {
 	Response
 	Progress *Progress `json:"progress,omitempty"`
 }
+
+// bulkPayload is the payload size from which a response is written and
+// read without an extra copy.
+const bulkPayload = 64 << 10
 
 // maxHeaderBytes bounds a response's header line: codes, messages, detail.
 const maxHeaderBytes = 1 << 20
@@ -321,7 +335,9 @@ func ReadResponseProgress(r io.Reader, progress func(Progress)) (*Response, erro
 		if _, err := io.ReadFull(br, payload); err != nil {
 			return nil, fmt.Errorf("payload cut short: %w", err)
 		}
-		resp.Text = string(payload)
+		// Text shares the payload rather than copying it (an export is
+		// megabytes); nothing writes to payload after this.
+		resp.Text = unsafe.String(unsafe.SliceData(payload), len(payload))
 		if resp.TextIsJSON {
 			resp.JSON = payload
 		}

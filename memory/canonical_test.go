@@ -195,3 +195,36 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// The word-at-a-time escaper gives the bytes of the plain one wherever the
+// bytes that need escaping sit.
+func TestCanonicalStringFastPath(t *testing.T) {
+	specials := []string{"\"", "\\", "\x00", "\x1f", "\n", "\x7f", "é", "\xff", "<", " ", "\u2028"}
+	var inputs []string
+	for _, sp := range specials {
+		for pos := range 20 {
+			for _, n := range []int{0, 1, 7, 8, 9, 16, 23} {
+				s := strings.Repeat("a", pos) + sp + strings.Repeat("b", n)
+				inputs = append(inputs, s, sp+s+sp, strings.Repeat(sp, pos))
+			}
+		}
+	}
+	inputs = append(inputs, "", "plain text of more than eight bytes", strings.Repeat("x\"y", 100))
+	for _, s := range inputs {
+		want := string(appendJSONString(nil, s, false))
+		if got := string(appendCanonicalBytes(nil, []byte(s))); got != want {
+			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzCanonicalBytes(f *testing.F) {
+	f.Add("plain")
+	f.Add("\x00\"\\\u2028\x7f é 12345678")
+	f.Fuzz(func(t *testing.T, s string) {
+		want := appendJSONString(nil, s, false)
+		if got := appendCanonicalBytes(nil, []byte(s)); !bytes.Equal(got, want) {
+			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
+		}
+	})
+}

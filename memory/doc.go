@@ -3,9 +3,10 @@
 // memory_events log, the memory_checkpoints anchored to it, and the
 // query_log audit table.
 //
-// It opens its own connections (database/sql with the modernc driver) and
-// runs only statements it builds itself, always with bound parameters. It
-// never runs agent SQL; that is the worker's job.
+// It opens its own connections (database/sql with the modernc driver; the
+// chain check reads through rawsqlite, see [Store.Verify]) and runs only
+// statements it builds itself, always with bound parameters. It never runs
+// agent SQL; that is the worker's job.
 //
 // # Interchangeability
 //

@@ -76,6 +76,12 @@ type Store struct {
 	headStmt    *sql.Stmt
 	insertEvent *sql.Stmt
 	audit       *auditWriter
+	// verifiers keeps one idle chain verifier between calls (see Verify).
+	verifiers struct {
+		sync.Mutex
+		idle   *verifier
+		closed bool
+	}
 }
 
 var _ Auditor = (*Store)(nil)
@@ -247,6 +253,13 @@ func (s *Store) Close() error {
 			st.Close()
 		}
 	}
+	s.verifiers.Lock()
+	if s.verifiers.idle != nil {
+		s.verifiers.idle.close()
+		s.verifiers.idle = nil
+	}
+	s.verifiers.closed = true
+	s.verifiers.Unlock()
 	return s.db.Close()
 }
 

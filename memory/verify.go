@@ -1,14 +1,18 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // Verification is the result of recomputing the chain.
@@ -71,127 +75,426 @@ func (v Verification) Summary() string {
 // each stored hash must equal the recomputed one. The first failure is
 // reported; a broken chain is not an error.
 //
-// It talks to the driver directly (sql.Conn.Raw) and reuses its buffers:
-// this is the hot path of verify_chain and every get_resume_context.
+// This is the hot path of verify_chain and of every get_resume_context, so
+// it reads rows through rawsqlite (no database/sql, no string per cell):
+// one goroutine steps the rows, checks ids and prev_hash links and writes
+// each event's canonical form into a reused batch buffer straight from
+// SQLite's row memory; the other cores hash the batches. Whether event i's
+// stored hash is right depends on row i alone, so hashing in parallel
+// reports the same first break as a sequential check.
 func (s *Store) Verify(ctx context.Context) (Verification, error) {
-	conn, err := s.db.Conn(ctx)
+	if err := ctx.Err(); err != nil {
+		return Verification{}, fmt.Errorf("memory: verify: %w", err)
+	}
+	vc, err := s.takeVerifier()
 	if err != nil {
 		return Verification{}, fmt.Errorf("memory: verify: %w", err)
 	}
-	defer conn.Close()
-	var v Verification
-	err = conn.Raw(func(dc any) error {
-		var err error
-		v, err = verifyDriver(ctx, dc)
-		return err
-	})
+	v, err := vc.run(ctx, s.path)
+	s.returnVerifier(vc, err)
 	if err != nil {
 		return Verification{}, fmt.Errorf("memory: verify: %w", err)
 	}
 	return v, nil
 }
 
-func verifyDriver(ctx context.Context, dc any) (v Verification, err error) {
-	ex, ok1 := dc.(driver.ExecerContext)
-	q, ok2 := dc.(driver.QueryerContext)
-	if !ok1 || !ok2 {
-		return v, fmt.Errorf("driver connection %T cannot query", dc)
+// verifier is a read-only connection with the statements of a check, kept
+// between calls (opening and preparing cost more than checking a short
+// chain).
+type verifier struct {
+	conn    *rawsqlite.Conn
+	rows    *rawsqlite.Stmt // every event in id order
+	span    *rawsqlite.Stmt // the events with ids ?1 to ?2, in id order
+	bounds  *rawsqlite.Stmt // the lowest and highest id
+	count   *rawsqlite.Stmt
+	batches []*chainBatch // reused by every check on this connection
+	// other reads half of a long chain on a second connection, in the
+	// same snapshot; opened when first needed.
+	other atomic.Pointer[verifier]
+}
+
+// splitMin is the chain length from which two connections read it; a
+// variable so that tests can split short chains.
+var splitMin int64 = 20_000
+
+func openVerifier(path string) (*verifier, error) {
+	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	if err != nil {
+		return nil, err
 	}
-	// A deferred (read) transaction: the scan and the count see one snapshot.
-	if _, err := ex.ExecContext(ctx, "BEGIN", nil); err != nil {
+	vc := &verifier{conn: c}
+	const columns = `SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events`
+	for _, p := range []struct {
+		st  **rawsqlite.Stmt
+		sql string
+	}{
+		{&vc.rows, columns + ` ORDER BY id`},
+		{&vc.span, columns + ` WHERE id BETWEEN ?1 AND ?2 ORDER BY id`},
+		// Two subqueries: each is answered from the ends of the table's
+		// b-tree, where min(id), max(id) together would scan it.
+		{&vc.bounds, `SELECT (SELECT min(id) FROM memory_events), (SELECT max(id) FROM memory_events)`},
+		{&vc.count, `SELECT count(*) FROM memory_events`},
+	} {
+		if err == nil {
+			*p.st, _, err = c.Prepare(p.sql)
+		}
+	}
+	if err == nil {
+		err = c.BusyTimeout(BusyTimeout)
+	}
+	if err != nil {
+		vc.close()
+		return nil, err
+	}
+	return vc, nil
+}
+
+func (vc *verifier) close() {
+	if o := vc.other.Swap(nil); o != nil {
+		o.close()
+	}
+	for _, st := range []*rawsqlite.Stmt{vc.rows, vc.span, vc.bounds, vc.count} {
+		if st != nil {
+			_ = st.Finalize()
+		}
+	}
+	_ = vc.conn.Close()
+}
+
+// interrupt stops the statements running on vc's connections.
+func (vc *verifier) interrupt() {
+	vc.conn.Interrupt()
+	if o := vc.other.Load(); o != nil {
+		o.conn.Interrupt()
+	}
+}
+
+// takeVerifier returns the idle verifier, or a new one when it is in use.
+func (s *Store) takeVerifier() (*verifier, error) {
+	s.verifiers.Lock()
+	vc, closed := s.verifiers.idle, s.verifiers.closed
+	s.verifiers.idle = nil
+	s.verifiers.Unlock()
+	if closed {
+		return nil, errors.New("store is closed")
+	}
+	if vc != nil {
+		return vc, nil
+	}
+	return openVerifier(s.path)
+}
+
+// returnVerifier keeps vc for the next call unless it failed (it may be
+// left in a transaction or interrupted), the store is closed, or another
+// one is already kept.
+func (s *Store) returnVerifier(vc *verifier, err error) {
+	if err == nil {
+		s.verifiers.Lock()
+		keep := s.verifiers.idle == nil && !s.verifiers.closed
+		if keep {
+			s.verifiers.idle = vc
+		}
+		s.verifiers.Unlock()
+		if keep {
+			return
+		}
+	}
+	vc.close()
+}
+
+// run checks the chain in one read transaction; cancelling ctx interrupts
+// the scan.
+func (vc *verifier) run(ctx context.Context, path string) (v Verification, err error) {
+	stop := context.AfterFunc(ctx, vc.interrupt)
+	defer func() {
+		stop()
+		if ctx.Err() != nil && err != nil {
+			err = ctx.Err()
+		}
+	}()
+	if err := vc.conn.Exec("BEGIN"); err != nil {
 		return v, err
 	}
 	defer func() {
-		if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "ROLLBACK", nil); rerr != nil && err == nil {
+		err = errors.Join(err, vc.rows.Reset(), vc.span.Reset(), vc.bounds.Reset(), vc.count.Reset())
+		if rerr := vc.conn.Exec("ROLLBACK"); err == nil {
 			err = rerr
 		}
 	}()
-	rows, err := q.QueryContext(ctx,
-		`SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events ORDER BY id`, nil)
-	if err != nil {
+	// The first read: it fixes the snapshot the whole check sees.
+	if _, err := vc.bounds.Step(); err != nil {
 		return v, err
 	}
-	v, err = scanChain(rows)
-	if cerr := rows.Close(); err == nil {
-		err = cerr
+	first, last := vc.bounds.ColumnInt64(0), vc.bounds.ColumnInt64(1)
+	if first == 1 && last >= splitMin && runtime.GOMAXPROCS(0) > 1 {
+		if v, ok := vc.splitScan(path, last); ok || ctx.Err() != nil {
+			return v, ctx.Err()
+		}
+		// Not intact (or no second reader): the sequential scan below
+		// finds the first break exactly.
 	}
+	v, _, err = vc.scanChain(vc.rows, chainStart{prev: []byte(GenesisHash)})
 	if err != nil || v.OK {
 		return v, err
 	}
 	// Broken: the scan stopped early; count every row as the reference does.
-	crows, err := q.QueryContext(ctx, `SELECT count(*) FROM memory_events`, nil)
-	if err != nil {
+	if _, err := vc.count.Step(); err != nil {
 		return v, err
 	}
-	defer crows.Close()
-	dest := make([]driver.Value, 1)
-	if err := crows.Next(dest); err != nil {
-		return v, err
-	}
-	n, _ := dest[0].(int64)
-	v.Events = n
+	v.Events = vc.count.ColumnInt64(0)
 	return v, nil
 }
 
-// row is one memory_events row as read; text is false when a field was not
-// TEXT (a BLOB or number put there by tampering must not verify).
-type row struct {
-	Event
-	text bool
+// splitScan checks a chain whose ids run from 1 to last (the bounds of
+// vc's snapshot) as two halves read at once, the upper one by a second
+// connection that opens vc's snapshot. It reports ok only for an intact
+// chain: ids 1 to last with no gap, each half's links and hashes right,
+// and the upper half's first prev_hash the lower half's last hash. Anything
+// else, an error included, is for the sequential scan to report.
+func (vc *verifier) splitScan(path string, last int64) (Verification, bool) {
+	other := vc.other.Load()
+	if other == nil {
+		var err error
+		if other, err = openVerifier(path); err != nil {
+			return Verification{}, false
+		}
+		vc.other.Store(other)
+	}
+	fail := func() (Verification, bool) {
+		if o := vc.other.Swap(nil); o != nil {
+			o.close() // it may be mid-transaction; the next check opens another
+		}
+		return Verification{}, false
+	}
+	snap, err := vc.conn.Snapshot()
+	if err != nil {
+		return Verification{}, false // not in WAL mode
+	}
+	defer snap.Free()
+	if other.conn.Exec("BEGIN") != nil || other.conn.OpenSnapshot(snap) != nil {
+		return fail()
+	}
+	mid := last / 2
+	if vc.span.BindInt64(1, 1) != nil || vc.span.BindInt64(2, mid) != nil ||
+		other.span.BindInt64(1, mid+1) != nil || other.span.BindInt64(2, last) != nil {
+		return fail()
+	}
+	var high Verification
+	var highPrev []byte
+	var highErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		high, highPrev, highErr = other.scanChain(other.span, chainStart{row: mid})
+	})
+	low, _, lowErr := vc.scanChain(vc.span, chainStart{prev: []byte(GenesisHash)})
+	wg.Wait()
+	if highErr != nil || other.span.Reset() != nil || other.conn.Exec("ROLLBACK") != nil {
+		return fail()
+	}
+	if lowErr != nil || !low.OK || low.Events != mid || !high.OK || high.Events != last || string(highPrev) != low.HeadHash {
+		return Verification{}, false
+	}
+	return Verification{OK: true, Events: last, HeadID: last, HeadHash: high.HeadHash}, true
 }
 
-// scanChain checks the rows in order and stops at the first break. One
-// reused canonical buffer; the strings the driver returns are kept as they
-// are (no copies).
-func scanChain(rows driver.Rows) (Verification, error) {
-	v := Verification{OK: true, HeadHash: GenesisHash}
-	dest := make([]driver.Value, 7)
-	buf := make([]byte, 0, 1024)
-	var r row
-	fields := [...]*string{&r.TS, &r.Session, &r.Kind, &r.Content, &r.PrevHash, &r.Hash}
-	for {
-		err := rows.Next(dest)
-		if errors.Is(err, io.EOF) {
-			return v, nil
+// Batches carry events from the reading goroutine to the hashing ones.
+const (
+	batchEvents = 1024
+	batchBytes  = 192 << 10
+	hashLen     = 64 // a lowercase hex SHA-256
+)
+
+// chainBatch holds consecutive events that passed the reader's checks:
+// their six text fields back to back in raw, and where each ends.
+type chainBatch struct {
+	first  int64 // row number (0-based) of the first event
+	raw    []byte
+	events []batchEvent
+}
+
+// batchEvent is one event of a batch: its id and the end offsets in raw of
+// ts, session, kind, content, prev_hash and hash (each field starts where
+// the one before it ends; ts where the previous event's hash ends).
+type batchEvent struct {
+	id   int64
+	ends [6]int
+}
+
+func (b *chainBatch) reset(first int64) {
+	b.first, b.raw, b.events = first, b.raw[:0], b.events[:0]
+}
+
+func (b *chainBatch) full() bool {
+	return len(b.events) == batchEvents || len(b.raw) >= batchBytes
+}
+
+// hashBreak is the first event, by row number, whose stored hash differs
+// from the recomputed one, with its prev_hash (the head before it).
+type hashBreak struct {
+	mu   sync.Mutex
+	row  int64 // -1: none found
+	prev string
+}
+
+func (h *hashBreak) before(row int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.row >= 0 && h.row < row
+}
+
+func (h *hashBreak) note(row int64, prev []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.row < 0 || row < h.row {
+		h.row, h.prev = row, string(prev)
+	}
+}
+
+// check recomputes the hash of every event of b, building each canonical
+// form in *canon, and notes the first mismatch.
+func (b *chainBatch) check(found *hashBreak, canon *[]byte) {
+	var hexSum [hashLen]byte
+	start := 0
+	for i := range b.events {
+		e := &b.events[i]
+		c := append((*canon)[:0], '[')
+		c = strconv.AppendInt(c, e.id, 10)
+		from := start
+		for _, end := range e.ends[:5] {
+			c = appendCanonicalBytes(append(c, ','), b.raw[from:end])
+			from = end
 		}
-		if err != nil {
-			return v, err
+		c = append(c, ']')
+		*canon = c
+		sum := sha256.Sum256(c)
+		hex.Encode(hexSum[:], sum[:])
+		if !bytes.Equal(hexSum[:], b.raw[e.ends[4]:e.ends[5]]) {
+			found.note(b.first+int64(i), b.raw[e.ends[3]:e.ends[4]])
+			return
 		}
-		r.ID, _ = dest[0].(int64)
-		r.text = true
-		for i, f := range fields {
-			switch x := dest[i+1].(type) {
-			case string:
-				*f = x
-			case []byte:
-				*f, r.text = string(x), false
-			default:
-				*f, r.text = fmt.Sprint(x), false
+		start = e.ends[5]
+	}
+}
+
+// chainStart is where a scan starts: the row number of its first row (whose
+// id must be row+1) and the prev_hash that row must have (nil: whatever it
+// has; scanChain returns it for the caller to check).
+type chainStart struct {
+	row  int64
+	prev []byte
+}
+
+// scanChain steps rows (id, ts, session, kind, content, prev_hash, hash) in
+// id order and stops at the first break. Rows before a break found by the
+// reader (a gap, a broken link, a field that is not TEXT) are still hashed,
+// and the earlier of the two breaks is the answer. It also returns the
+// first row's prev_hash.
+func (vc *verifier) scanChain(rows *rawsqlite.Stmt, start chainStart) (Verification, []byte, error) {
+	hashers := max(1, runtime.GOMAXPROCS(0)-1)
+	for len(vc.batches) < hashers+2 {
+		// Batches start small and grow to batchBytes only for long chains.
+		vc.batches = append(vc.batches, &chainBatch{})
+	}
+	free := make(chan *chainBatch, len(vc.batches))
+	for _, b := range vc.batches {
+		free <- b
+	}
+	work := make(chan *chainBatch, len(vc.batches))
+	found := &hashBreak{row: -1}
+	var wg sync.WaitGroup
+	for range hashers {
+		wg.Go(func() {
+			var canon []byte
+			for b := range work {
+				b.check(found, &canon)
+				free <- b
+			}
+		})
+	}
+
+	v, row, firstPrev, err := readChain(rows, start, free, work, found)
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return Verification{}, nil, err
+	}
+	if found.row >= 0 && (v.OK || found.row < row) {
+		// Rows up to this one passed the reader's checks, so its id is
+		// row+1 and the head before it is its prev_hash.
+		return Verification{BreakAtID: found.row + 1, Reason: reasonHash, HeadID: found.row, HeadHash: found.prev}, firstPrev, nil
+	}
+	return v, firstPrev, nil
+}
+
+// readChain is scanChain's reading side: it checks ids, prev_hash links and
+// that every field is TEXT, and copies the fields into batches. It returns
+// the verification as far as the reader can tell, the row number where it
+// stopped and the first row's prev_hash.
+func readChain(rows *rawsqlite.Stmt, start chainStart, free <-chan *chainBatch, work chan<- *chainBatch, found *hashBreak) (Verification, int64, []byte, error) {
+	v := Verification{OK: true, HeadID: start.row, HeadHash: string(start.prev)}
+	prev := append(make([]byte, 0, hashLen), start.prev...)
+	var firstPrev []byte
+	b := <-free
+	b.reset(start.row)
+	var fields [6][]byte
+	row := start.row
+	for ; ; row++ {
+		if b.full() {
+			work <- b
+			b = <-free
+			b.reset(row)
+			if found.before(row) {
+				break // a hash already broke earlier; nothing past it matters
 			}
 		}
-		if reason := check(&r, v.HeadID+1, v.HeadHash, &buf); reason != "" {
-			v.OK, v.BreakAtID, v.Reason = false, r.ID, reason
-			return v, nil
+		ok, err := rows.Step()
+		if err != nil {
+			work <- b
+			return v, row, firstPrev, err
 		}
-		v.Events, v.HeadID, v.HeadHash = r.ID, r.ID, r.Hash
+		if !ok {
+			break
+		}
+		id := rows.ColumnInt64(0)
+		text := true
+		for i := range fields {
+			// The type first: reading a value as text may convert it.
+			if rows.ColumnType(i+1) != rawsqlite.TypeText {
+				text = false
+			}
+			fields[i] = rows.ColumnTextView(i + 1)
+		}
+		prevHash, hash := fields[4], fields[5]
+		if row == start.row {
+			firstPrev = append([]byte(nil), prevHash...)
+			if start.prev == nil {
+				prev = append(prev[:0], prevHash...)
+			}
+		}
+		reason := ""
+		switch {
+		case id != row+1:
+			reason = fmt.Sprintf(reasonGapFmt, row+1, id)
+		case !bytes.Equal(prevHash, prev):
+			reason = fmt.Sprintf(reasonPrevFmt, id-1)
+		case !text || len(hash) != hashLen:
+			reason = reasonHash
+		}
+		if reason != "" {
+			v = Verification{BreakAtID: id, Reason: reason, HeadID: row, HeadHash: string(prev)}
+			break
+		}
+		e := batchEvent{id: id}
+		for i, f := range fields {
+			b.raw = append(b.raw, f...)
+			e.ends[i] = len(b.raw)
+		}
+		b.events = append(b.events, e)
+		prev = append(prev[:0], hash...)
 	}
-}
-
-// check verifies one row against the expected id and prev_hash; it returns
-// the reason of a break, or "".
-func check(r *row, expected int64, prev string, buf *[]byte) string {
-	switch {
-	case r.ID != expected:
-		return fmt.Sprintf(reasonGapFmt, expected, r.ID)
-	case r.PrevHash != prev:
-		return fmt.Sprintf(reasonPrevFmt, r.ID-1)
+	work <- b
+	if v.OK {
+		v.Events, v.HeadID, v.HeadHash = row, row, string(prev)
 	}
-	*buf = appendCanonical((*buf)[:0], r.ID, r.TS, r.Session, r.Kind, r.Content, r.PrevHash)
-	sum := sha256.Sum256(*buf)
-	var hexSum [64]byte
-	hex.Encode(hexSum[:], sum[:])
-	if !r.text || r.Hash != string(hexSum[:]) {
-		return reasonHash
-	}
-	return ""
+	return v, row, firstPrev, nil
 }

@@ -219,6 +219,9 @@ func TestColumnTypesAndValues(t *testing.T) {
 				if got := st.ColumnText(tt.col); got != tt.text {
 					t.Errorf("ColumnText = %q, want %q", got, tt.text)
 				}
+				if got := st.ColumnTextView(tt.col); string(got) != tt.text {
+					t.Errorf("ColumnTextView = %q, want %q", got, tt.text)
+				}
 			}
 			if got := st.ColumnBytes(tt.col); got != tt.numBytes {
 				t.Errorf("ColumnBytes = %d, want %d", got, tt.numBytes)

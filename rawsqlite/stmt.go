@@ -164,6 +164,23 @@ func (s *Stmt) ColumnText(i int) string {
 	return string(cmem(p, n))
 }
 
+// ColumnTextView returns column i of the current row as UTF-8 text
+// without copying it: the slice aliases SQLite's memory and is valid only
+// until the statement is stepped, reset or finalized, or another accessor
+// converts this column. Callers that keep the text must copy it (or use
+// ColumnText). NULL and the empty string both read as nil.
+func (s *Stmt) ColumnTextView(i int) []byte {
+	if s.p == 0 {
+		return nil
+	}
+	p := sqlite3.Xsqlite3_column_text(s.c.tls, s.p, int32(i))
+	n := int(sqlite3.Xsqlite3_column_bytes(s.c.tls, s.p, int32(i)))
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return cmem(p, n)
+}
+
 // ColumnBlob returns a copy of column i of the current row as bytes. NULL
 // and empty values both read as nil; use ColumnType to tell them apart.
 func (s *Stmt) ColumnBlob(i int) []byte {

@@ -54,7 +54,52 @@ func (p *pager) begin() bool {
 		p.more, p.stopped = true, true
 		return false
 	}
+	if cap(p.buf)-len(p.buf) < rowRoom {
+		p.grow()
+	}
 	return true
+}
+
+// rowRoom is the free space begin keeps ahead of a row.
+const rowRoom = 4096
+
+// maxReserve bounds how far ahead of the rows rendered so far grow reserves
+// room on an estimate, so that a wrong guess costs at most that much
+// address space (a worker's memory limit counts it).
+const maxReserve = 16 << 20
+
+// grow makes room for the rows to come: as much as the rows so far suggest
+// the page will take (with a quarter to spare, at most maxReserve ahead)
+// and at least double the buffer (a quarter more past 64 MiB, to spare
+// memory), never far past the byte cap. append alone grows a large slice by
+// a quarter at a time, which renders a multi-megabyte export into fresh
+// memory about five times over, copying it as often; this does it about
+// once.
+func (p *pager) grow() {
+	n := len(p.buf)
+	if n > 64<<20 {
+		n /= 4
+	}
+	if left := p.caps.Limit - p.rows; p.rows > 0 && left > 0 {
+		perRow := len(p.buf)/p.rows + 1
+		est := maxReserve
+		if left < maxReserve/perRow {
+			est = min(perRow*left+perRow*left/4, maxReserve)
+		}
+		n = max(n, est)
+	}
+	size := len(p.buf) + n
+	if p.caps.MaxBytes > 0 {
+		size = min(size, p.caps.MaxBytes+rowRoom)
+	}
+	if size <= cap(p.buf)+rowRoom {
+		return // not worth a copy; append grows the buffer if a row needs it
+	}
+	// Not slices.Grow: it zeroes the new space, a pass over memory that
+	// make skips when the runtime hands out fresh pages.
+	buf := make([]byte, len(p.buf), size)
+	copy(buf, p.buf)
+	p.buf = buf
 }
 
 // end keeps the row rendered since start unless it broke the byte cap, which

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"math"
@@ -505,5 +506,50 @@ func BenchmarkCSVPage(b *testing.B) {
 			}
 		}
 		_ = w.Finish(false)
+	}
+}
+
+// The buffer grows in few, large steps: an export reserves what its first
+// rows suggest the page will take, a page without a limit doubles, and a
+// byte-capped page never reserves far past its cap. The text is the same
+// whatever the steps.
+func TestBufferGrowth(t *testing.T) {
+	rows := benchRows()
+	tests := []struct {
+		name      string
+		caps      Caps
+		maxGrowth int // reallocations after the first buffer
+		maxCap    int
+	}{
+		{"export", Caps{Limit: 100000, MaxRows: 100000, MaxBytes: 1 << 30, MaxCellChars: 2000}, 2, 8 << 20},
+		{"no limit", Caps{MaxCellChars: 2000}, 14, 16 << 20},
+		{"capped page", Caps{Limit: 1000, MaxRows: 1000, MaxBytes: 32768}, 1, 32768 + rowRoom},
+		{"deep page", Caps{Limit: 5000, MaxRows: 5000, MaxBytes: 1 << 20}, 2, 1<<20 + rowRoom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewCSV(tt.caps, benchCols)
+			want := NewCSV(tt.caps, benchCols)
+			want.buf = append(make([]byte, 0, 32<<20), want.buf...) // never grows
+			growths, last := 0, cap(w.buf)
+			for _, r := range rows {
+				added := w.Add(r)
+				if c := cap(w.buf); c != last {
+					growths, last = growths+1, c
+				}
+				if want.Add(r) != added {
+					t.Fatalf("row %d: Add disagrees with a buffer that never grows", w.Rows())
+				}
+				if !added {
+					break
+				}
+			}
+			if growths > tt.maxGrowth || cap(w.buf) > tt.maxCap {
+				t.Errorf("%d reallocations, cap %d; want at most %d and %d", growths, cap(w.buf), tt.maxGrowth, tt.maxCap)
+			}
+			if got, exp := w.Finish(false), want.Finish(false); !bytes.Equal(got, exp) {
+				t.Error("text differs from the one rendered into a buffer that never grows")
+			}
+		})
 	}
 }

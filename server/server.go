@@ -53,6 +53,9 @@ type Server struct {
 	// out is the stdio output while Serve runs (nil for in-process
 	// clients): progress notifications are written to it directly.
 	out *outWriter
+	// bulk splices large result texts into the output (result.go); nil
+	// outside Serve.
+	bulk *bulkWriter
 
 	// shutdown ends when the server stops taking calls: the host closed
 	// stdin or sent a signal (Serve), or Close was called. Every running
@@ -169,7 +172,10 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	defer stopListen()
 	defer context.AfterFunc(s.shutdown, stopListen)()
 
-	s.out = &outWriter{w: w}
+	// A response dropped by out (a cancelled call) never reaches bulk;
+	// bulk forgets its text after bulkExpiry.
+	s.bulk = newBulkWriter(w)
+	s.out = &outWriter{w: s.bulk}
 	stdio := mcpserver.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
 	err := stdio.Listen(listenCtx, &inputReader{r: r, atEnd: s.beginShutdown}, s.out)
@@ -323,7 +329,7 @@ func (s *Server) result(out outcome, err error, jsonTool bool) *mcp.CallToolResu
 			return mcp.NewToolResultStructured(structured, string(out.json))
 		}
 	}
-	return mcp.NewToolResultText(out.text)
+	return s.bulk.textResult(out.text)
 }
 
 // audit queues the call's row; it never waits for the database. The row

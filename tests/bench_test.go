@@ -69,25 +69,35 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
 
-// BenchmarkCSVExport100k exports 100,000 rows x 5 columns through
-// read_query (caps raised) and, in the same run, with `sqlite3 -csv` on
-// the same file; it reports both and their ratio. The export is timed from
-// the JSON-RPC request written to the server's stdin until the last byte
-// of its response is read: the host's own JSON parsing is not the
-// server's cost, so this client reads raw lines.
+// BenchmarkCSVExport100k exports 100,000 rows x 5 columns (5.4 MB of CSV)
+// through read_query with the caps raised and, in the same run, with
+// `sqlite3 -csv -header` on the same file; it reports both and their ratio
+// (SPEC 10: within 1.5x). The export is timed from the JSON-RPC request
+// written to the server's stdin until the last byte of its response is
+// read: the host's own JSON parsing is not the server's cost, so this
+// client reads raw lines.
+//
+// On a loaded machine wall time mostly measures the load, so the benchmark
+// also reports the CPU time each side used (Linux): the server's with its
+// workers' against sqlite3's. The server's includes starting the standby
+// worker that replaces the one used, which happens off the call's path;
+// cpu-ms/trivial-call, the CPU of a read_query of SELECT 1 in the same run,
+// shows how much of it that fixed cost is.
 func BenchmarkCSVExport100k(b *testing.B) {
 	sqlite3, err := exec.LookPath("sqlite3")
 	if err != nil {
 		b.Skip("sqlite3 CLI not installed (.ci/run installs it)")
 	}
 	db := filepath.Join(b.TempDir(), "export.db")
-	flags := []string{"--max-rows", "100000", "--default-limit", "100000", "--max-result-bytes", "1073741824", "--query-timeout", "60"}
-	s := start(b, db, flags...)
+	s := start(b, db, exportFlags...)
 	s.ok("write_query", q("CREATE TABLE wide (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
 	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) INSERT INTO wide SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note, with \"quotes\" ' || x END FROM c"))
 	const query = "SELECT id, name, price, qty, note FROM wide ORDER BY id"
-	raw := startRaw(b, db, flags...)
-	var ours, theirs time.Duration
+	raw := startRaw(b, db, exportFlags...)
+	var ours, theirs, theirsCPU time.Duration
+	time.Sleep(100 * time.Millisecond) // the standby worker is up
+	b.ResetTimer()
+	oursCPU := -processCPU(raw.cmd.Process.Pid)
 	for i := range b.N {
 		start := time.Now()
 		line := raw.call(i+2, "read_query", map[string]any{"query": query, "limit": 100000})
@@ -96,22 +106,42 @@ func BenchmarkCSVExport100k(b *testing.B) {
 			b.Fatalf("export: %.300s", line)
 		}
 		start = time.Now()
-		out, err := exec.Command(sqlite3, "-csv", "-header", db, query).Output()
+		cmd := exec.Command(sqlite3, "-csv", "-header", db, query)
+		out, err := cmd.Output()
 		theirs += time.Since(start)
+		theirsCPU += childCPU(cmd)
 		if err != nil || len(out) < 1_000_000 {
 			b.Fatalf("sqlite3: %v (%d bytes)", err, len(out))
 		}
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(ours.Milliseconds())/n, "ms/export")
-	b.ReportMetric(float64(theirs.Milliseconds())/n, "sqlite3-ms/export")
+	b.StopTimer()
+	time.Sleep(200 * time.Millisecond) // the last worker is reaped
+	oursCPU += processCPU(raw.cmd.Process.Pid)
+	trivialCPU := -processCPU(raw.cmd.Process.Pid)
+	for i := range b.N {
+		time.Sleep(50 * time.Millisecond) // the standby worker is up
+		if line := raw.call(b.N+i+2, "read_query", q("SELECT 1")); !strings.Contains(line, `# 1 rows"`) {
+			b.Fatalf("SELECT 1: %.300s", line)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	trivialCPU += processCPU(raw.cmd.Process.Pid)
+	b.ReportMetric(msPer(ours, b.N), "ms/export")
+	b.ReportMetric(msPer(theirs, b.N), "sqlite3-ms/export")
 	b.ReportMetric(float64(ours)/float64(theirs), "ratio")
+	if oursCPU > 0 && theirsCPU > 0 {
+		b.ReportMetric(msPer(oursCPU, b.N), "cpu-ms/export")
+		b.ReportMetric(msPer(theirsCPU, b.N), "sqlite3-cpu-ms/export")
+		b.ReportMetric(float64(oursCPU)/float64(theirsCPU), "cpu-ratio")
+		b.ReportMetric(msPer(trivialCPU, b.N), "cpu-ms/trivial-call")
+	}
 }
 
 // rawClient speaks JSON-RPC lines to a server process without decoding
 // the answers.
 type rawClient struct {
 	tb  testing.TB
+	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
@@ -130,7 +160,7 @@ func startRaw(tb testing.TB, db string, flags ...string) *rawClient {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	c := &rawClient{tb: tb, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	c := &rawClient{tb: tb, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	c.read()
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

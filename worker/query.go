@@ -90,7 +90,7 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 			more = true
 			break
 		}
-		readRow(st, row)
+		readRowView(st, row)
 		if !out.Add(row) {
 			break
 		}

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"encoding/json"
+	"unsafe"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
@@ -27,10 +29,36 @@ func (r *result) Add(row []render.Value) bool {
 	return r.csv.Add(row)
 }
 
+// finish ends the result. The text shares the renderer's buffer rather than
+// copying it (an export is megabytes): nothing writes to that buffer after
+// Finish.
 func (r *result) finish(more bool) *ipc.Response {
 	if r.json != nil {
 		doc := r.json.Finish(more)
-		return &ipc.Response{Text: string(doc), JSON: json.RawMessage(doc), Rows: int64(r.json.Rows())}
+		return &ipc.Response{Text: unsafe.String(unsafe.SliceData(doc), len(doc)), JSON: json.RawMessage(doc), Rows: int64(r.json.Rows())}
 	}
-	return &ipc.Response{Text: string(r.csv.Finish(more)), Rows: int64(r.csv.Rows())}
+	text := r.csv.Finish(more)
+	return &ipc.Response{Text: unsafe.String(unsafe.SliceData(text), len(text)), Rows: int64(r.csv.Rows())}
+}
+
+// readRowView is readRow for a row that is rendered before the statement
+// steps again: TEXT values alias SQLite's row memory instead of being
+// copied into Go strings, one allocation per cell saved. The strings it
+// puts in row are valid only until the next Step, Reset or Finalize.
+func readRowView(st *rawsqlite.Stmt, row []render.Value) {
+	for i := range row {
+		switch st.ColumnType(i) {
+		case rawsqlite.TypeInteger:
+			row[i] = render.Value{Kind: render.Integer, Int: st.ColumnInt64(i)}
+		case rawsqlite.TypeFloat:
+			row[i] = render.Value{Kind: render.Real, Real: st.ColumnDouble(i)}
+		case rawsqlite.TypeText:
+			b := st.ColumnTextView(i)
+			row[i] = render.Value{Kind: render.Text, Text: unsafe.String(unsafe.SliceData(b), len(b))}
+		case rawsqlite.TypeBlob:
+			row[i] = render.Value{Kind: render.Blob, BlobLen: st.ColumnBytes(i)}
+		default:
+			row[i] = render.Value{Kind: render.Null}
+		}
+	}
 }
