@@ -15,7 +15,7 @@ import (
 const (
 	// EnvAllowance carries the encoded [Allowance], or "off" for
 	// --sandbox off. The front sets it; a worker without it (the standalone
-	// cmd/worker) confines itself only if its request asks for it.
+	// mcp-sqlite-memory-worker) confines itself only if its request asks for it.
 	EnvAllowance = "MCP_SQLITE_WORKER_SANDBOX"
 	// EnvConfined marks a process re-executed from a confined thread; its
 	// value is the encoded [Report]. Only [Apply] sets it; the front strips

@@ -288,7 +288,7 @@ func waitNoOrphanWorkers(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if args, ppid := procArgs(pid); ppid == 1 && len(args) == 2 && args[0] == serverBin && args[1] == "worker" {
+			if args, ppid := procArgs(pid); ppid == 1 && isWorkerArgs(args) {
 				orphans++
 			}
 		}
@@ -349,7 +349,7 @@ func probeBinaries(t *testing.T) map[string]string {
 		probeBins = map[string]string{}
 		for name, cgo := range map[string]string{"cgo": "", "nocgo": "0"} {
 			bin := filepath.Join(dir, "sandboxprobe-"+name)
-			cmd := exec.Command("go", "build", "-tags", "sandboxprobe", "-o", bin, "../cmd/worker")
+			cmd := exec.Command("go", "build", "-tags", "sandboxprobe", "-o", bin, "../cmd/mcp-sqlite-memory-worker")
 			cmd.Env = os.Environ()
 			if cgo != "" {
 				cmd.Env = append(cmd.Env, "CGO_ENABLED="+cgo)
