@@ -17,6 +17,12 @@ import (
 // Main reads one request from stdin, executes it and writes one response to
 // stdout. Logs go to stderr as hclog JSON, which the front re-logs. The exit
 // status is 0 whenever a response was written, failures included.
+//
+// Everything the request does not change happens before it is read, so
+// that a standby worker has done it while it waited: confinement, the
+// process and memory limits, the database connection with its backstops,
+// the JSON codec. After the request only what depends on it runs, and the
+// response is written before the connection is closed.
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "worker",
@@ -29,20 +35,34 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
-	preopen(log)
+	// A limit that cannot be set fails the request, not the standby: the
+	// call that takes this worker gets the reason.
+	standbyErr := prepare(log)
+	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
+		log.Error("telling the front this worker is ready failed", "error", err)
+		return 1
+	}
 	req, err := ipc.ReadRequest(stdin)
 	if err == nil {
 		err = admit(req, log)
 	}
+	if err == nil && standbyErr != nil {
+		err = ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+standbyErr.Error())
+	}
 	var resp *ipc.Response
+	release := func() {}
 	if err != nil {
 		resp = ipc.Failure(err)
 	} else {
-		resp = Execute(req, log)
+		resp, release = run(req, log)
 	}
 	resp.Version = ipc.Version
-	if err := ipc.WriteResponse(stdout, resp); err != nil {
-		log.Error("writing the response failed", "error", err)
+	werr := ipc.WriteResponse(stdout, resp)
+	// Writes were committed before the response was built; closing the
+	// connection is no part of the answer.
+	release()
+	if werr != nil {
+		log.Error("writing the response failed", "error", werr)
 		return 1
 	}
 	return 0
@@ -51,14 +71,32 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 // Execute runs req and always returns a response. It applies the process
 // limits first, so call it only in a process of its own.
 func Execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
+	resp, release := run(req, log)
+	release()
+	return resp
+}
+
+// run applies the limits that depend on req, then executes it. It returns
+// the response and the function that releases the connection, to be called
+// once the response is written.
+func run(req *ipc.Request, log hclog.Logger) (*ipc.Response, func()) {
 	if err := applyLimits(req, log); err != nil {
-		return ipc.Failure(err)
+		return ipc.Failure(err), func() {}
 	}
-	return execute(req, log)
+	return executeHeld(req, log)
 }
 
 // execute runs req in this process as it is (tests call it directly).
-func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
+func execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
+	resp, release := executeHeld(req, log)
+	release()
+	return resp
+}
+
+// executeHeld runs req and returns its response with the connection still
+// open; release closes it.
+func executeHeld(req *ipc.Request, log hclog.Logger) (resp *ipc.Response, release func()) {
+	release = func() {}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -67,9 +105,9 @@ func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
 	}()
 	ex, err := open(req, log)
 	if err != nil {
-		return ipc.Failure(err)
+		return ipc.Failure(err), release
 	}
-	defer ex.close()
+	release = ex.close
 
 	if req.Limits.TimeoutMS > 0 {
 		// SQLite drops an interrupt that arrives between statements, so the
@@ -99,10 +137,10 @@ func execute(req *ipc.Request, log hclog.Logger) (resp *ipc.Response) {
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))
 		r.Detail = ex.detail
-		return r
+		return r, release
 	}
 	resp.OK = true
-	return resp
+	return resp, release
 }
 
 // classify turns a SQLite error into the agent's error code.
