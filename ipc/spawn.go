@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
 // KillGrace is how long the front waits past a request's timeout (when the
@@ -68,6 +70,11 @@ type Spawner struct {
 	cfg Config
 	log hclog.Logger
 
+	// confine is the sandbox allowance of cfg.Env, if any; while launch is
+	// true, workers are started confined by the front (no re-execution).
+	confine *sandbox.Allowance
+	launch  atomic.Bool
+
 	mu     sync.Mutex
 	pool   []*process // standbys, oldest first: ready, or still starting
 	alive  int        // processes started (or being started) and not yet reaped
@@ -116,9 +123,32 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
+	if a := allowanceOf(cfg.Env); a != nil {
+		s.confine = a
+		s.launch.Store(true)
+	}
 	s.background.Add(1)
 	go s.fill()
 	return s, nil
+}
+
+// allowanceOf finds the sandbox allowance the workers' environment hands
+// down, or nil when there is none (or --sandbox off).
+func allowanceOf(env []string) *sandbox.Allowance {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, sandbox.EnvAllowance+"="); ok {
+			v = rest
+		}
+	}
+	if v == "" || v == sandbox.Off {
+		return nil
+	}
+	a, err := sandbox.ParseAllowance(v)
+	if err != nil {
+		return nil // the worker reports it
+	}
+	return &a
 }
 
 // Run executes req in a worker and returns its response. Process-level
@@ -132,6 +162,14 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 		return Failure(err)
 	}
 	defer s.callDone()
+	if p.launched && !p.isReady() {
+		// Its memory limit is set once it is ready; no request before.
+		if err := p.awaitStart(ctx); err != nil {
+			p.kill()
+			s.reapLater(p)
+			return Failure(err)
+		}
+	}
 	return p.run(ctx, req, &s.background)
 }
 
@@ -398,7 +436,10 @@ type process struct {
 	head    []byte // a first byte that was not ReadyByte
 	headErr error  // why stdout ended before its first byte
 
+	// launched is true when the front confined the process before its exec.
+	launched bool
 	reaped   sync.Once
+	reapedCh chan struct{} // closed once the process is reaped
 	onReaped func()
 }
 
@@ -420,10 +461,10 @@ func (s *Spawner) start() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	p := &process{cmd: cmd, stdin: stdin, started: time.Now(), readyCh: make(chan struct{}), reapedCh: make(chan struct{}), onReaped: s.released}
+	if err := s.startProcess(p); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, started: time.Now(), readyCh: make(chan struct{}), onReaped: s.released}
 	p.relay = newStderrRelay(stderr, s.log.Named("worker").With("pid", cmd.Process.Pid))
 	p.stdout = afterReady{p: p, r: stdout}
 	// On Windows the worker is still suspended here: it runs its first
@@ -436,23 +477,80 @@ func (s *Spawner) start() (*process, error) {
 		return nil, fmt.Errorf("apply worker limits: %w", err)
 	}
 	p.platform = h
-	go p.awaitReady(stdout, s.log)
+	go p.awaitReady(stdout, s)
 	return p, nil
 }
 
+// startProcess starts p's command: confined by the front from its first
+// instruction where it can (Linux), which spares a cgo worker the
+// re-execution it needs to confine all its threads itself; else as is.
+func (s *Spawner) startProcess(p *process) error {
+	if s.confine == nil || !s.launch.Load() {
+		return p.cmd.Start()
+	}
+	_, err := sandbox.StartConfined(p.cmd, *s.confine, p.reapedCh)
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		s.launch.Store(false)
+		return p.cmd.Start()
+	}
+	if err != nil {
+		s.stopLaunching("the front could not confine it: " + err.Error())
+		return p.cmd.Start()
+	}
+	p.launched = true
+	return nil
+}
+
+// stopLaunching falls back, for good, to workers that confine themselves.
+func (s *Spawner) stopLaunching(why string) {
+	if s.launch.Swap(false) {
+		s.log.Warn("workers will confine themselves (a cgo build re-executes itself to do so): "+why, "worker", s.cfg.Path)
+	}
+}
+
 // awaitReady reads the first byte the worker writes.
-func (p *process) awaitReady(stdout io.Reader, log hclog.Logger) {
+func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 	defer close(p.readyCh)
 	var b [1]byte
 	n, err := io.ReadFull(stdout, b[:])
 	switch {
 	case n == 1 && b[0] == ReadyByte:
+		if p.launched && s.cfg.MemoryMB > 0 {
+			// It cannot read its own /proc entry: the front sets its
+			// address-space limit, before any request reaches it.
+			if err := limitAddressSpace(p.pid(), s.cfg.MemoryMB); err != nil {
+				s.log.Error("could not limit a worker's memory; stopping it", "pid", p.pid(), "error", err)
+				p.kill()
+				p.headErr = fmt.Errorf("memory limit: %w", err)
+				return
+			}
+		}
 		p.ready.Store(true)
-		log.Debug("standby worker ready", "pid", p.pid(), "after", time.Since(p.started))
+		s.log.Debug("standby worker ready", "pid", p.pid(), "after", time.Since(p.started), "confined_by_front", p.launched)
 	case n == 1:
 		p.head = b[:]
 	default:
 		p.headErr = err
+		if p.launched {
+			// Most likely the loader could not open a library it was not
+			// granted (a worker built unlike its front).
+			s.stopLaunching("a worker started confined by the front exited before it was ready")
+		}
+	}
+}
+
+// awaitStart waits until a worker started confined by the front is ready
+// for its request (or gone, which its request then reports).
+func (p *process) awaitStart(ctx context.Context) error {
+	timer := time.NewTimer(ReadyWait)
+	defer timer.Stop()
+	select {
+	case <-p.readyCh:
+		return nil
+	case <-ctx.Done():
+		return NewError(CodeWorkerFailed, "the server is shutting down; the call was not run")
+	case <-timer.C:
+		return NewError(CodeWorkerFailed, fmt.Sprintf("the worker did not start within %s; the call was not run, try again", ReadyWait))
 	}
 }
 
@@ -498,6 +596,7 @@ func (p *process) wait() error {
 	err := p.cmd.Wait()
 	releaseLimits(p.platform)
 	p.reaped.Do(func() {
+		close(p.reapedCh)
 		if p.onReaped != nil {
 			p.onReaped()
 		}

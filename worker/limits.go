@@ -54,7 +54,12 @@ func applyLimits(req *ipc.Request, log hclog.Logger) error {
 		limited.process = true
 	}
 	switch mb := req.Limits.MemoryMB; {
-	case mb <= 0 || mb == limited.memoryMB:
+	case mb <= 0:
+	case mb == limited.memoryMB:
+		// Set before the request; a worker the front limits checks it.
+		if err := applyOSMemoryLimit(mb, log); err != nil {
+			return fail(err)
+		}
 	case limited.memoryMB > 0 && mb > limited.memoryMB:
 		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; front and worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
 	default:

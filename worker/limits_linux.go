@@ -47,7 +47,27 @@ func applyProcessLimits(hclog.Logger) error {
 // holds no memory. The limit is therefore what is mapped the first time it
 // is set plus the budget: the statement can make the worker grow by at most
 // mb. A later, smaller budget lowers it from the same base.
+//
+// A worker the front started confined cannot read /proc/self: the front
+// sets its limit, the same way, once the worker says it is ready and before
+// it sends the request. Such a worker only checks, with the request, that
+// the limit is there, and lowers it for a smaller budget.
 func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
+	if sandboxState.Report.Launched {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
+			return err
+		}
+		switch {
+		case limited.memoryMB == 0:
+			return nil // the standby phase: the front sets it next
+		case cur.Cur == unix.RLIM_INFINITY:
+			return errors.New("the front did not set this worker's address-space limit")
+		case mb < limited.memoryMB:
+			return setLimit(unix.RLIMIT_AS, cur.Cur-uint64(limited.memoryMB-mb)<<20)
+		}
+		return nil
+	}
 	if asBase == 0 {
 		base, err := mappedBytes()
 		if err != nil {
