@@ -294,10 +294,16 @@ func (s *Spawner) nudge() {
 	}
 }
 
-// fill keeps the pool at cfg.Standby until Close.
+// fill keeps the pool at cfg.Standby until Close. Outside the urgent case
+// it starts one standby at a time: the next once the last is ready, so that
+// refills never pile up on the CPU.
 func (s *Spawner) fill() {
 	defer s.background.Done()
+	var last *process // the standby started last, while it gets ready
 	for {
+		if last != nil && (last.readyDone() || time.Since(last.started) > ReadyWait) {
+			last = nil
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -307,9 +313,14 @@ func (s *Spawner) fill() {
 		if len(s.pool) < s.cfg.Standby && s.alive < s.cfg.MaxWorkers {
 			switch {
 			case s.calls > 0 && len(s.pool) == 0:
-				start = true // none left while calls run: the next call needs one
+				// None left while calls run: the next call needs one more
+				// than the running ones need the CPU. In a stream of calls
+				// this overlaps starts, one per call taken.
+				start = true
 			case s.calls > 0:
 				// Never compete with a running call; callDone nudges.
+			case last != nil:
+				// Wait for the last one to be ready.
 			default:
 				if wait = RefillDelay - time.Since(s.idleAt); wait <= 0 {
 					start = true
@@ -322,13 +333,18 @@ func (s *Spawner) fill() {
 		failures := s.failures
 		s.mu.Unlock()
 		if !start {
-			s.sleep(wait)
+			s.sleep(wait, last)
 			continue
 		}
 		if failures > 0 {
 			// A worker that dies at start would otherwise be restarted in a
 			// tight loop.
-			s.sleep(min(10*time.Millisecond<<min(failures, 8), 2*time.Second))
+			t := time.NewTimer(min(10*time.Millisecond<<min(failures, 8), 2*time.Second))
+			select {
+			case <-t.C:
+			case <-s.stop:
+			}
+			t.Stop()
 		}
 		p, err := s.start()
 		if err != nil {
@@ -350,19 +366,20 @@ func (s *Spawner) fill() {
 		s.signal()
 		s.mu.Unlock()
 		s.watch(p)
-		// One start at a time: the next waits until this one is ready.
-		timer := time.NewTimer(ReadyWait)
-		select {
-		case <-p.readyCh:
-		case <-timer.C:
-		case <-s.stop:
-		}
-		timer.Stop()
+		last = p
 	}
 }
 
-// sleep waits for d (forever if d < 0), a nudge, or Close.
-func (s *Spawner) sleep(d time.Duration) {
+// sleep waits for d (forever if d < 0), a nudge, Close, or until last
+// (if any) is ready or has waited ReadyWait.
+func (s *Spawner) sleep(d time.Duration, last *process) {
+	var ready <-chan struct{}
+	if last != nil {
+		ready = last.readyCh
+		if r := ReadyWait - time.Since(last.started); d < 0 || r < d {
+			d = max(r, 0)
+		}
+	}
 	var timeout <-chan time.Time
 	if d >= 0 {
 		t := time.NewTimer(d)
@@ -371,6 +388,7 @@ func (s *Spawner) sleep(d time.Duration) {
 	}
 	select {
 	case <-timeout:
+	case <-ready:
 	case <-s.wake:
 	case <-s.stop:
 	}
@@ -577,6 +595,16 @@ func (a afterReady) Read(b []byte) (int, error) {
 func (p *process) pid() int { return p.cmd.Process.Pid }
 
 func (p *process) isReady() bool { return p.ready.Load() }
+
+// readyDone reports whether the first byte of stdout is in (ready or not).
+func (p *process) readyDone() bool {
+	select {
+	case <-p.readyCh:
+		return true
+	default:
+		return false
+	}
+}
 
 // exited reports whether the worker is gone: its stderr closes when it exits.
 func (p *process) exited() bool {

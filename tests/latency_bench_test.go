@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -150,9 +151,11 @@ func emptyProgram(b *testing.B) string {
 // worker initialises every package the server links (mcp-go's JSON-schema
 // compiler among them); the lean worker links what a worker uses. With the
 // sandbox, a default (cgo) build re-executes itself to confine all its
-// threads; a CGO_ENABLED=0 build confines them in place. Standby workers
-// pay all of this before their call; these figures are what a call pays
-// when no standby is left, and what each refill costs the machine.
+// threads and a CGO_ENABLED=0 build confines them in place; "launched" is
+// how the server starts its workers on Linux: confined by the front before
+// the exec, so no build re-executes. Standby workers pay all of this before
+// their call; these figures are what a call pays when no standby is left,
+// and what each refill costs the machine.
 func BenchmarkWorkerSpawn(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "spawn.db")
 	start(b, db).ok("verify_chain", nil)
@@ -170,12 +173,16 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 		bin  string
 		args []string
 		env  []string
-		lat  []time.Duration
+		// launched starts the process confined by this one (Linux), as the
+		// server starts its workers.
+		launched bool
+		lat      []time.Duration
 	}
 	variants := []*variant{
 		{name: "empty", bin: emptyProgram(b)},
 		{name: "worker", bin: workerBin},
 		{name: "worker-sandbox", bin: workerBin, env: []string{sandboxEnv}},
+		{name: "worker-launched", bin: workerBin, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
 		{name: "worker-static-sandbox", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}},
 		{name: "server", bin: serverBin, args: []string{"worker"}},
 		{name: "server-sandbox", bin: serverBin, args: []string{"worker"}, env: []string{sandboxEnv}},
@@ -187,9 +194,21 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 			cmd := exec.Command(v.bin, v.args...)
 			cmd.Env = append(os.Environ(), v.env...)
 			cmd.Stdin = strings.NewReader(`{"v":999,"op":"query","db":"x"}`)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
 			begin := time.Now()
-			out, err := cmd.Output()
+			var err error
+			if v.launched {
+				reaped := make(chan struct{})
+				if _, err = sandbox.StartConfined(cmd, sandbox.Allowance{DB: db}, reaped); err == nil {
+					err = cmd.Wait()
+				}
+				close(reaped)
+			} else {
+				err = cmd.Run()
+			}
 			v.lat = append(v.lat, time.Since(begin))
+			out := stdout.Bytes()
 			if v.name != "empty" && (err != nil || !strings.Contains(string(out), "protocol version 999")) {
 				b.Fatalf("%s: %v: %s", v.name, err, out)
 			}
