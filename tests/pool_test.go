@@ -137,6 +137,22 @@ func procStatus(pid int, field string) string {
 	return ""
 }
 
+// running reports whether a thread of pid is on a CPU or waiting for one
+// (the main thread of a Go program is often idle while another runs).
+func running(pid int) bool {
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if rest := stat[bytes.LastIndexByte(stat, ')')+1:]; len(rest) > 1 && rest[1] == 'R' {
+			return true
+		}
+	}
+	return false
+}
+
 // TestWorkerBinaryChoice: with mcp-sqlite-memory-worker beside it the
 // server runs that lean binary, else itself with "worker", and --worker
 // wins over both; the log says once which one it uses, and calls work.
@@ -320,14 +336,14 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 			var workers []int
 			waitFor(t, "4 standbys", func() bool { workers = workersOfServer(cmd.Process.Pid); return len(workers) == 4 })
 			if how == "SIGKILL" {
+				// Standbys idle first, so that a running worker below is the
+				// one running the statement (no refill starts while it runs).
+				waitFor(t, "idle standbys", func() bool {
+					return !slices.ContainsFunc(workersOfServer(cmd.Process.Pid), running)
+				})
 				c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_query","arguments":{"query":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}}}`)
 				waitFor(t, "a worker running the statement", func() bool {
-					for _, pid := range workersOfServer(cmd.Process.Pid) {
-						if strings.HasPrefix(procStatus(pid, "State"), "R") {
-							return true
-						}
-					}
-					return false
+					return slices.ContainsFunc(workersOfServer(cmd.Process.Pid), running)
 				})
 				workers = workersOfServer(cmd.Process.Pid)
 				_ = cmd.Process.Kill()
