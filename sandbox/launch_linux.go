@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,16 +126,8 @@ func filesToLaunch(binary string) ([]string, error) {
 		return nil, fmt.Errorf("sandbox: resolve the worker binary: %w", err)
 	}
 	files := []string{bin}
-	if f, err := elf.Open(bin); err == nil {
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				b := make([]byte, prog.Filesz)
-				if _, err := prog.ReadAt(b, 0); err == nil {
-					files = append(files, string(trimNUL(b)))
-				}
-			}
-		}
-		f.Close()
+	if interp := elfInterpreter(bin); interp != "" {
+		files = append(files, interp)
 	}
 	mapped, err := mappedFiles()
 	if err != nil {
@@ -150,9 +142,55 @@ func filesToLaunch(binary string) ([]string, error) {
 	return files, nil
 }
 
-func trimNUL(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
+// elfInterpreter returns the program interpreter (the dynamic loader) an
+// ELF executable names, or "" for a static one. It reads the program
+// headers by hand: debug/elf would add its packages' init to every worker,
+// which links this package too.
+func elfInterpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
 	}
-	return b
+	defer f.Close()
+	var h [64]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil || string(h[:4]) != "\x7fELF" {
+		return ""
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if h[5] == 2 {
+		bo = binary.BigEndian
+	}
+	var phoff int64
+	var phentsize, phnum int
+	is64 := h[4] == 2
+	if is64 {
+		phoff, phentsize, phnum = int64(bo.Uint64(h[0x20:])), int(bo.Uint16(h[0x36:])), int(bo.Uint16(h[0x38:]))
+	} else {
+		phoff, phentsize, phnum = int64(bo.Uint32(h[0x1c:])), int(bo.Uint16(h[0x2a:])), int(bo.Uint16(h[0x2c:]))
+	}
+	const ptInterp = 3
+	ph := make([]byte, phentsize)
+	for i := range min(phnum, 256) {
+		if _, err := f.ReadAt(ph, phoff+int64(i*phentsize)); err != nil || len(ph) < 32 {
+			return ""
+		}
+		if bo.Uint32(ph) != ptInterp {
+			continue
+		}
+		var off, size int64
+		if is64 {
+			off, size = int64(bo.Uint64(ph[8:])), int64(bo.Uint64(ph[0x20:]))
+		} else {
+			off, size = int64(bo.Uint32(ph[4:])), int64(bo.Uint32(ph[16:]))
+		}
+		if size <= 0 || size > 4096 {
+			return ""
+		}
+		b := make([]byte, size)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return ""
+		}
+		return strings.TrimRight(string(b), "\x00")
+	}
+	return ""
 }
