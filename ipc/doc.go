@@ -6,7 +6,9 @@
 // # Protocol
 //
 // The front starts a worker, writes one JSON [Request] to its stdin and
-// closes it; the worker writes one JSON [Response] to stdout and exits. Logs
+// closes it; the worker writes one JSON [Response] to stdout and exits. A
+// worker started ahead as a standby first writes [ReadyByte] when the
+// front asks for it ([EnvReady]); see DESIGN.md. Logs
 // go to stderr as hclog JSON lines, which the front re-logs under "worker".
 // Both sides check [Version]; a worker refuses a request of another version.
 //
