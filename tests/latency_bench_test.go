@@ -37,14 +37,20 @@ import (
 //	worker/empty          <= 2.5  (spawn to answer, lean worker vs an empty Go program)
 
 // pacedGap is the pause before a paced call: an agent's model thinks
-// between calls, and the pool refills meanwhile.
-const pacedGap = 100 * time.Millisecond
+// between calls, and the pool refills meanwhile. settle is the pause after
+// a burst, which used up all four standbys.
+const (
+	pacedGap = 100 * time.Millisecond
+	settle   = 500 * time.Millisecond
+)
 
 // BenchmarkCallLatency runs, in each of b.N rounds, one paced primary-key
 // read_query, one paced verify_chain (a tool that needs no worker: the
 // front's floor), one paced 1,000-row read_query and one burst of four
-// parallel read_query calls; then b.N*8 read_query calls back to back.
-// Interleaving the kinds gives them the same machine load.
+// parallel read_query calls; then b.N*8 read_query calls back to back (a
+// stream: after the first four, each call waits for a worker started when
+// the previous one took the last standby). Interleaving the kinds gives
+// them the same machine load. A round takes about 0.8 s.
 func BenchmarkCallLatency(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "latency.db")
 	s := start(b, db, "--max-result-bytes", "1048576")
@@ -73,7 +79,10 @@ func BenchmarkCallLatency(b *testing.B) {
 	time.Sleep(time.Second) // the pool fills after start-up
 	b.ResetTimer()
 	for i := range b.N {
-		time.Sleep(pacedGap)
+		// After a burst the pool refills four standbys one after the
+		// other; the paced calls come once that is over, as they would
+		// after an agent's think time.
+		time.Sleep(settle)
 		paced = append(paced, timed("read_query", pk(i)))
 		time.Sleep(pacedGap)
 		front = append(front, timed("verify_chain", nil))
@@ -92,7 +101,7 @@ func BenchmarkCallLatency(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	time.Sleep(5 * pacedGap) // the pool refills after the last burst
+	time.Sleep(settle) // the pool refills after the last burst
 	for i := range 8 * b.N {
 		stream = append(stream, timed("read_query", pk(i)))
 	}
