@@ -229,7 +229,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 			s.alive++
 			s.mu.Unlock()
 			s.nudge()
-			p, err := s.start()
+			p, err := s.start(false)
 			if err != nil {
 				s.mu.Lock()
 				s.alive--
@@ -346,7 +346,7 @@ func (s *Spawner) fill() {
 			}
 			t.Stop()
 		}
-		p, err := s.start()
+		p, err := s.start(true)
 		if err != nil {
 			s.mu.Lock()
 			s.failures++
@@ -462,10 +462,14 @@ type process struct {
 }
 
 // start starts one worker; the caller has counted it in s.alive, and its
-// reaping counts it out.
-func (s *Spawner) start() (*process, error) {
+// reaping counts it out. A standby warms up while it waits; a worker
+// started for a call that is waiting does not.
+func (s *Spawner) start(standby bool) (*process, error) {
 	cmd := exec.Command(s.cfg.Path, s.cfg.Args...)
 	cmd.Env = s.cfg.Env
+	if standby {
+		cmd.Env = append(slices.Clip(s.cfg.Env), EnvWarm+"=1")
+	}
 	prepareCommand(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

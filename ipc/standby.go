@@ -23,6 +23,10 @@ const (
 	// that they set their memory limits before the request arrives; a
 	// request may then ask for the same budget or less, never more.
 	EnvMemoryMB = "MCP_SQLITE_WORKER_MEMORY_LIMIT_MB"
+	// EnvWarm set to "1" tells a worker it is a standby with time to spare
+	// before its request: it warms its JSON codec then. A worker started
+	// for a call that is already waiting skips that.
+	EnvWarm = "MCP_SQLITE_WORKER_WARM"
 	// EnvFrontPID is the front's process id: a worker whose parent is
 	// another process (the front died before the kernel was told to kill
 	// its children with it) exits at once.

@@ -73,12 +73,14 @@ func takePreopened(req *ipc.Request) *rawsqlite.Conn {
 
 // prepare does before the request what no request changes: the process
 // and memory limits the front configured, the connection opened ahead, and
-// a warm JSON codec. The memory limit comes last, so that its baseline
+// (for a standby, which has the time) a warm JSON codec. The memory limit comes last, so that its baseline
 // includes the open connection. An error is the limits' and fails the
 // request that follows.
 func prepare(log hclog.Logger) error {
 	preopen(log)
-	warmCodec()
+	if os.Getenv(ipc.EnvWarm) == "1" {
+		warmCodec()
+	}
 	return applyStandbyLimits(log)
 }
 
