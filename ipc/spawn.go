@@ -231,11 +231,8 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 			s.nudge()
 			p, err := s.start(false)
 			if err != nil {
-				s.mu.Lock()
-				s.alive--
-				s.calls--
-				s.signal()
-				s.mu.Unlock()
+				s.released()
+				s.callDone()
 				return nil, NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error())
 			}
 			s.log.Debug("call started its own worker: no standby left", "pid", p.pid())
