@@ -259,3 +259,30 @@ func TestPoolCloseKillsStandbys(t *testing.T) {
 		t.Fatalf("a call after Close: %+v", resp)
 	}
 }
+
+// TestPoolMissingBinary: a worker binary that cannot start fails the call
+// with a clear error, and the spawner neither spins nor leaks a slot.
+func TestPoolMissingBinary(t *testing.T) {
+	logs := &syncBuffer{}
+	s, err := NewSpawner(Config{
+		Path: "/nonexistent/mcp-sqlite-memory-worker", MaxWorkers: 2, Standby: 2,
+		Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for range 3 {
+		resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 1000}})
+		if resp.OK || resp.Code != CodeWorkerFailed || !strings.Contains(resp.Message, "could not start a worker process") {
+			t.Fatalf("got %+v", resp)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := strings.Count(logs.String(), "could not start a standby worker"); n == 0 || n > 10 {
+		t.Fatalf("%d failed standby starts logged in 0.3 s; want a few (backoff)", n)
+	}
+	if _, alive, calls := s.counts(); alive != 0 || calls != 0 {
+		t.Fatalf("alive %d, calls %d after failed starts", alive, calls)
+	}
+}

@@ -82,8 +82,10 @@ type Spawner struct {
 	idleAt time.Time  // when calls last fell to zero
 	closed bool
 	// failures counts standbys that died before a call took them (or
-	// could not start) since one last served a call: the filler backs off.
+	// could not start) since one last served a call, the last at failedAt:
+	// the filler backs off.
 	failures int
+	failedAt time.Time
 	// changed is closed and replaced whenever a standby joins the pool or
 	// a process slot frees up: calls waiting for a worker watch it.
 	changed chan struct{}
@@ -324,30 +326,25 @@ func (s *Spawner) fill() {
 				}
 			}
 		}
+		if start && s.failures > 0 {
+			// A worker that dies at start would otherwise be restarted in
+			// a tight loop.
+			backoff := min(10*time.Millisecond<<min(s.failures, 8), 2*time.Second)
+			if d := backoff - time.Since(s.failedAt); d > 0 {
+				start, wait = false, d
+			}
+		}
 		if start {
 			s.alive++
 		}
-		failures := s.failures
 		s.mu.Unlock()
 		if !start {
 			s.sleep(wait, last)
 			continue
 		}
-		if failures > 0 {
-			// A worker that dies at start would otherwise be restarted in a
-			// tight loop.
-			t := time.NewTimer(min(10*time.Millisecond<<min(failures, 8), 2*time.Second))
-			select {
-			case <-t.C:
-			case <-s.stop:
-			}
-			t.Stop()
-		}
 		p, err := s.start(true)
 		if err != nil {
-			s.mu.Lock()
-			s.failures++
-			s.mu.Unlock()
+			s.failed()
 			s.released()
 			s.log.Error("could not start a standby worker", "error", err)
 			continue
@@ -403,18 +400,24 @@ func (s *Spawner) watch(p *process) {
 			s.pool = slices.Delete(s.pool, i, i+1)
 		}
 		closed := s.closed
-		if i >= 0 {
-			s.failures++
-		}
 		s.mu.Unlock()
 		if i < 0 {
 			return // taken by a call, or killed by Close: not ours to reap
 		}
+		s.failed()
 		err := p.wait()
 		if !closed {
 			s.log.Warn("standby worker exited while waiting; starting another", "pid", p.pid(), "status", exitText(err), "was_ready", p.isReady())
 		}
 	}()
+}
+
+// failed counts a standby that could not start or died unused.
+func (s *Spawner) failed() {
+	s.mu.Lock()
+	s.failures++
+	s.failedAt = time.Now()
+	s.mu.Unlock()
 }
 
 // reapLater waits for p off the caller's path.
