@@ -456,6 +456,8 @@ type process struct {
 
 	// launched is true when the front confined the process before its exec.
 	launched bool
+	// standby is true for the filler's starts, false for a call's own.
+	standby  bool
 	reaped   sync.Once
 	reapedCh chan struct{} // closed once the process is reaped
 	onReaped func()
@@ -483,7 +485,7 @@ func (s *Spawner) start(standby bool) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, started: time.Now(), readyCh: make(chan struct{}), reapedCh: make(chan struct{}), onReaped: s.released}
+	p := &process{cmd: cmd, stdin: stdin, started: time.Now(), standby: standby, readyCh: make(chan struct{}), reapedCh: make(chan struct{}), onReaped: s.released}
 	if err := s.startProcess(p); err != nil {
 		return nil, err
 	}
@@ -548,7 +550,11 @@ func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 			}
 		}
 		p.ready.Store(true)
-		s.log.Debug("standby worker ready", "pid", p.pid(), "after", time.Since(p.started), "confined_by_front", p.launched)
+		what := "worker ready for its call"
+		if p.standby {
+			what = "standby worker ready"
+		}
+		s.log.Debug(what, "pid", p.pid(), "after", time.Since(p.started), "confined_by_front", p.launched)
 	case n == 1:
 		p.head = b[:]
 	default:
