@@ -7,10 +7,11 @@
 //
 // The front starts a worker, writes one JSON [Request] to its stdin and
 // closes it; the worker writes any number of [Progress] frames, then one
-// [Response] to stdout, and exits. Logs go to stderr as hclog JSON lines,
-// which the front re-logs under "worker". Both sides check [Version]; a
-// worker refuses a request of a version it does not know ([MinVersion] to
-// [Version]).
+// [Response] to stdout, and exits. A worker started ahead as a standby
+// first writes [ReadyByte] when the front asks for it ([EnvReady]); see
+// DESIGN.md. Logs go to stderr as hclog JSON lines, which the front
+// re-logs under "worker". Both sides check [Version]; a worker refuses a
+// request of a version it does not know ([MinVersion] to [Version]).
 //
 // # Process handling
 //

@@ -1,8 +1,15 @@
 package ipc
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // platformHandle holds nothing on Linux: the worker limits itself with
@@ -26,4 +33,26 @@ func killProcess(cmd *exec.Cmd, _ platformHandle) {
 	// The group first; the process itself in case it left the group.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Process.Kill()
+}
+
+// limitAddressSpace sets RLIMIT_AS of a worker the front started confined:
+// such a worker cannot read its own /proc entry to learn its baseline, so
+// the front, its parent, reads the worker's mapped size (VmSize) once it is
+// ready and sets the limit to that plus the budget, as the worker would.
+func limitAddressSpace(pid, memoryMB int) error {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return fmt.Errorf("parse VmSize %q: %w", rest, err)
+			}
+			limit := kb<<10 + uint64(memoryMB)<<20
+			return unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: limit, Max: limit}, nil)
+		}
+	}
+	return errors.New("no VmSize in the worker's /proc status")
 }

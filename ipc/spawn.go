@@ -5,53 +5,102 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
 // KillGrace is how long the front waits past a request's timeout (when the
 // worker interrupts itself) before it kills the worker. Tests shorten it.
 var KillGrace = 200 * time.Millisecond
 
+// RefillDelay is how long the spawner waits, once no call is running, before
+// it starts a replacement standby. When the worker's answer reaches Run the
+// call is not over: the front still writes its audit row and mcp-go encodes
+// and writes the reply, and the host must read it; a process start then
+// would compete with them for the CPU. The delay covers that tail (see
+// ipc/DESIGN.md for the measurement); it costs nothing when calls are
+// spaced out, and in a stream with no pauses the pool is refilled anyway
+// once it is empty.
+var RefillDelay = 5 * time.Millisecond
+
+// ReadyWait bounds how long the spawner waits for a standby it started to
+// say it is ready before it starts the next one (a worker that never says
+// so, such as a foreign --worker binary, still serves calls).
+var ReadyWait = 10 * time.Second
+
 // Config says how to start workers.
 type Config struct {
 	// Path and Args start one worker, e.g. the server binary with "worker".
 	Path string
 	Args []string
-	Env  []string
-	// MaxWorkers bounds the workers running statements at once.
+	// Env is the workers' environment (nil: the front's own).
+	Env []string
+	// MaxWorkers bounds the worker processes alive at once: running a
+	// request, standing by, or starting (each may use MemoryMB).
 	MaxWorkers int
-	// Standby is how many workers are kept started ahead, waiting for their
-	// request, so that process start-up is off the call path.
+	// Standby is how many workers are kept started ahead, confined and
+	// waiting for their request, so that process start-up is off the call
+	// path. They count toward MaxWorkers.
 	Standby int
-	// MemoryMB is applied from outside where the platform allows it (a Job
-	// Object on Windows); the worker also limits itself.
+	// MemoryMB is each worker's memory budget: applied from outside where
+	// the platform allows it (a Job Object on Windows), and handed to the
+	// worker, which limits itself before its request arrives.
 	MemoryMB int
 	Log      hclog.Logger
 }
 
-// Spawner runs requests, each in a fresh worker process.
+// Spawner runs requests, each in a fresh worker process, and keeps a pool
+// of standby workers.
+//
+// The pool is refilled off the call path: a replacement starts only once
+// no call has been running for RefillDelay, one at a time (the next when
+// the last one is ready), except when the pool is empty while calls run:
+// then a replacement starts at once, since the next call needs it more
+// than the running ones need the CPU.
 type Spawner struct {
 	cfg Config
 	log hclog.Logger
-	sem chan struct{}
 
-	mu      sync.Mutex
-	standby []*process
-	closed  bool
-	filling int
+	// confine is the sandbox allowance of cfg.Env, if any; while launch is
+	// true, workers are started confined by the front (no re-execution).
+	confine *sandbox.Allowance
+	launch  atomic.Bool
 
-	// background counts goroutines that start standby workers or reap
-	// workers that answered (an answer never waits for a process exit);
-	// Close waits for them, so no worker outlives the spawner.
+	mu     sync.Mutex
+	pool   []*process // standbys, oldest first: ready, or still starting
+	alive  int        // processes started (or being started) and not yet reaped
+	calls  int        // calls inside Run
+	idleAt time.Time  // when calls last fell to zero
+	closed bool
+	// failures counts standbys that died before a call took them (or
+	// could not start) since one last served a call, the last at failedAt:
+	// the filler backs off.
+	failures int
+	failedAt time.Time
+	// changed is closed and replaced whenever a standby joins the pool or
+	// a process slot frees up: calls waiting for a worker watch it.
+	changed chan struct{}
+
+	wake chan struct{} // nudges the filler
+	stop chan struct{} // closed by Close
+
+	// background counts the filler, the goroutines that watch standbys and
+	// those that reap workers that answered (an answer never waits for a
+	// process exit); Close waits for them, so no worker outlives the
+	// spawner.
 	background sync.WaitGroup
 }
 
-// NewSpawner checks cfg and starts the standby workers.
+// NewSpawner checks cfg and starts filling the standby pool.
 func NewSpawner(cfg Config) (*Spawner, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("ipc: no worker path")
@@ -59,12 +108,49 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if cfg.MaxWorkers < 1 {
 		cfg.MaxWorkers = 1
 	}
+	if cfg.Standby < 0 || cfg.Standby > cfg.MaxWorkers {
+		return nil, fmt.Errorf("ipc: %d standby workers do not fit in %d workers", cfg.Standby, cfg.MaxWorkers)
+	}
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	s := &Spawner{cfg: cfg, log: cfg.Log, sem: make(chan struct{}, cfg.MaxWorkers)}
-	s.refill()
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cfg.Env = append(slices.Clip(env), StandbyEnv(cfg.MemoryMB)...)
+	s := &Spawner{
+		cfg: cfg, log: cfg.Log,
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	if a := allowanceOf(cfg.Env); a != nil {
+		s.confine = a
+		s.launch.Store(true)
+	}
+	s.background.Add(1)
+	go s.fill()
 	return s, nil
+}
+
+// allowanceOf finds the sandbox allowance the workers' environment hands
+// down, or nil when there is none (or --sandbox off).
+func allowanceOf(env []string) *sandbox.Allowance {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, sandbox.EnvAllowance+"="); ok {
+			v = rest
+		}
+	}
+	if v == "" || v == sandbox.Off {
+		return nil
+	}
+	a, err := sandbox.ParseAllowance(v)
+	if err != nil {
+		return nil // the worker reports it
+	}
+	return &a
 }
 
 // Run executes req in a worker and returns its response. Process-level
@@ -78,18 +164,19 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 	if err := checkRequestSize(req); err != nil {
 		return Failure(err)
 	}
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Failure(NewError(CodeCancelled, "the call was cancelled before it ran"))
-	}
-	defer func() { <-s.sem }()
-
-	p, err := s.take()
+	p, err := s.acquire(ctx)
 	if err != nil {
-		return Failure(NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error()))
+		return Failure(err)
 	}
-	s.refill()
+	defer s.callDone()
+	if p.launched && !p.isReady() {
+		// Its memory limit is set once it is ready; no request before.
+		if err := p.awaitStart(ctx); err != nil {
+			p.kill()
+			s.reapLater(p)
+			return Failure(err)
+		}
+	}
 	return p.run(ctx, req, &s.background)
 }
 
@@ -97,84 +184,299 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 // deadlines; callers wait for them before calling Close.
 func (s *Spawner) Close() {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.background.Wait()
+		return
+	}
 	s.closed = true
-	standby := s.standby
-	s.standby = nil
+	standby := s.pool
+	s.pool = nil
+	s.signal()
 	s.mu.Unlock()
+	close(s.stop)
 	for _, p := range standby {
 		p.kill()
-		p.wait()
+		_ = p.wait()
 	}
 	s.background.Wait()
 }
 
-// take returns a live standby worker, or starts one.
-func (s *Spawner) take() (*process, error) {
+// acquire counts a call in and finds its worker: a standby (a ready one
+// first, else the oldest still starting), else a new process when a slot
+// is free, else it waits for either.
+func (s *Spawner) acquire(ctx context.Context) (*process, error) {
+	s.mu.Lock()
+	s.calls++
 	for {
-		s.mu.Lock()
-		if len(s.standby) == 0 {
+		if s.closed {
+			s.calls--
 			s.mu.Unlock()
-			return s.start()
+			return nil, NewError(CodeWorkerFailed, "the server is shutting down; the call was not run")
 		}
-		p := s.standby[0]
-		s.standby = s.standby[1:]
+		if p := s.popStandby(); p != nil {
+			none := len(s.pool) == 0
+			s.mu.Unlock()
+			if none {
+				s.nudge() // none left: the filler starts one at once
+			}
+			if p.exited() {
+				s.log.Warn("standby worker had exited; taking another", "pid", p.pid())
+				s.reapLater(p)
+				s.mu.Lock()
+				continue
+			}
+			s.mu.Lock()
+			s.failures = 0
+			s.mu.Unlock()
+			s.log.Debug("call served by a standby worker", "pid", p.pid(), "ready", p.isReady())
+			return p, nil
+		}
+		if s.alive < s.cfg.MaxWorkers {
+			s.alive++
+			s.mu.Unlock()
+			s.nudge()
+			p, err := s.start(false)
+			if err != nil {
+				s.released()
+				s.callDone()
+				return nil, NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error())
+			}
+			s.log.Debug("call started its own worker: no standby left", "pid", p.pid())
+			return p, nil
+		}
+		// Every slot is busy: wait for a standby or a free slot.
+		changed := s.changed
 		s.mu.Unlock()
-		if p.exited() {
-			p.wait()
-			s.log.Warn("standby worker had exited; starting another", "pid", p.pid())
-			continue
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			s.callDone()
+			return nil, NewError(CodeCancelled, "the call was cancelled before it ran")
 		}
-		return p, nil
+		s.mu.Lock()
 	}
 }
 
-// refill starts standby workers in the background up to cfg.Standby.
-func (s *Spawner) refill() {
+// popStandby takes the first ready standby, else the oldest one. Call with
+// s.mu held.
+func (s *Spawner) popStandby() *process {
+	if len(s.pool) == 0 {
+		return nil
+	}
+	i := slices.IndexFunc(s.pool, (*process).isReady)
+	if i < 0 {
+		i = 0
+	}
+	p := s.pool[i]
+	s.pool = slices.Delete(s.pool, i, i+1)
+	return p
+}
+
+// callDone counts a call out; the last one out starts the refill clock.
+func (s *Spawner) callDone() {
 	s.mu.Lock()
-	missing := s.cfg.Standby - len(s.standby) - s.filling
-	if s.closed || missing <= 0 {
-		s.mu.Unlock()
-		return
+	s.calls--
+	if s.calls == 0 {
+		s.idleAt = time.Now()
 	}
-	s.filling += missing
-	// Added under the lock: Close marks closed under it before it waits.
-	s.background.Add(missing)
 	s.mu.Unlock()
-	for range missing {
-		go func() {
-			defer s.background.Done()
-			p, err := s.start()
-			s.mu.Lock()
-			s.filling--
-			if err == nil && !s.closed {
-				s.standby = append(s.standby, p)
-				p = nil
-			}
-			s.mu.Unlock()
-			if err != nil {
-				s.log.Error("could not start a standby worker", "error", err)
-			}
-			if p != nil {
-				p.kill()
-				p.wait()
-			}
-		}()
+	s.nudge()
+}
+
+// signal wakes the calls waiting for a worker. Call with s.mu held.
+func (s *Spawner) signal() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// nudge makes the filler look at the pool again.
+func (s *Spawner) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
+}
+
+// fill keeps the pool at cfg.Standby until Close. Outside the urgent case
+// it starts one standby at a time: the next once the last is ready, so that
+// refills never pile up on the CPU.
+func (s *Spawner) fill() {
+	defer s.background.Done()
+	var last *process // the standby started last, while it gets ready
+	for {
+		if last != nil && (last.readyDone() || time.Since(last.started) > ReadyWait) {
+			last = nil
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		wait, start := time.Duration(-1), false
+		if len(s.pool) < s.cfg.Standby && s.alive < s.cfg.MaxWorkers {
+			switch {
+			case s.calls > 0 && len(s.pool) == 0:
+				// None left while calls run: the next call needs one more
+				// than the running ones need the CPU. In a stream of calls
+				// this overlaps starts, one per call taken.
+				start = true
+			case s.calls > 0:
+				// Never compete with a running call; callDone nudges.
+			case last != nil:
+				// Wait for the last one to be ready.
+			default:
+				if wait = RefillDelay - time.Since(s.idleAt); wait <= 0 {
+					start = true
+				}
+			}
+		}
+		if start && s.failures > 0 {
+			// A worker that dies at start would otherwise be restarted in
+			// a tight loop.
+			backoff := min(10*time.Millisecond<<min(s.failures, 8), 2*time.Second)
+			if d := backoff - time.Since(s.failedAt); d > 0 {
+				start, wait = false, d
+			}
+		}
+		if start {
+			s.alive++
+		}
+		s.mu.Unlock()
+		if !start {
+			s.sleep(wait, last)
+			continue
+		}
+		p, err := s.start(true)
+		if err != nil {
+			s.failed()
+			s.released()
+			s.log.Error("could not start a standby worker", "error", err)
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			p.kill()
+			_ = p.wait()
+			return
+		}
+		s.pool = append(s.pool, p)
+		s.signal()
+		s.mu.Unlock()
+		s.watch(p)
+		last = p
+	}
+}
+
+// sleep waits for d (forever if d < 0), a nudge, Close, or until last
+// (if any) is ready or has waited ReadyWait.
+func (s *Spawner) sleep(d time.Duration, last *process) {
+	var ready <-chan struct{}
+	if last != nil {
+		ready = last.readyCh
+		if r := ReadyWait - time.Since(last.started); d < 0 || r < d {
+			d = max(r, 0)
+		}
+	}
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+	case <-ready:
+	case <-s.wake:
+	case <-s.stop:
+	}
+}
+
+// watch replaces a standby that exits while it waits in the pool.
+func (s *Spawner) watch(p *process) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		<-p.relay.done
+		s.mu.Lock()
+		i := slices.Index(s.pool, p)
+		if i >= 0 {
+			s.pool = slices.Delete(s.pool, i, i+1)
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if i < 0 {
+			return // taken by a call, or killed by Close: not ours to reap
+		}
+		s.failed()
+		err := p.wait()
+		if !closed {
+			s.log.Warn("standby worker exited while waiting; starting another", "pid", p.pid(), "status", exitText(err), "was_ready", p.isReady())
+		}
+	}()
+}
+
+// failed counts a standby that could not start or died unused.
+func (s *Spawner) failed() {
+	s.mu.Lock()
+	s.failures++
+	s.failedAt = time.Now()
+	s.mu.Unlock()
+}
+
+// reapLater waits for p off the caller's path.
+func (s *Spawner) reapLater(p *process) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		_ = p.wait()
+	}()
+}
+
+// released frees one process slot.
+func (s *Spawner) released() {
+	s.mu.Lock()
+	s.alive--
+	s.signal()
+	s.mu.Unlock()
+	s.nudge()
 }
 
 // process is one started worker waiting for, or running, its request.
 type process struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stdout   io.ReadCloser
+	stdout   io.Reader // what follows the ready byte
 	platform platformHandle
 	relay    *stderrRelay
 	started  time.Time
+
+	// readyCh is closed once the first byte of stdout is in: ReadyByte
+	// (ready is then true), or the start of an answer, or the end.
+	readyCh chan struct{}
+	ready   atomic.Bool
+	head    []byte // a first byte that was not ReadyByte
+	headErr error  // why stdout ended before its first byte
+
+	// launched is true when the front confined the process before its exec.
+	launched bool
+	// standby is true for the filler's starts, false for a call's own.
+	standby  bool
+	reaped   sync.Once
+	reapedCh chan struct{} // closed once the process is reaped
+	onReaped func()
 }
 
-func (s *Spawner) start() (*process, error) {
+// start starts one worker; the caller has counted it in s.alive, and its
+// reaping counts it out. A standby warms up while it waits; a worker
+// started for a call that is waiting does not.
+func (s *Spawner) start(standby bool) (*process, error) {
 	cmd := exec.Command(s.cfg.Path, s.cfg.Args...)
 	cmd.Env = s.cfg.Env
+	if standby {
+		cmd.Env = append(slices.Clip(s.cfg.Env), EnvWarm+"=1")
+	}
 	prepareCommand(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -188,22 +490,136 @@ func (s *Spawner) start() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	p := &process{cmd: cmd, stdin: stdin, started: time.Now(), standby: standby, readyCh: make(chan struct{}), reapedCh: make(chan struct{}), onReaped: s.released}
+	if err := s.startProcess(p); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, started: time.Now()}
 	p.relay = newStderrRelay(stderr, s.log.Named("worker").With("pid", cmd.Process.Pid))
+	p.stdout = afterReady{p: p, r: stdout}
+	// On Windows the worker is still suspended here: it runs its first
+	// instruction inside its Job Object.
 	h, err := attachLimits(cmd, s.cfg.MemoryMB)
 	if err != nil {
+		p.onReaped = nil // the caller frees the slot of a failed start
 		p.kill()
-		p.wait()
+		_ = p.wait()
 		return nil, fmt.Errorf("apply worker limits: %w", err)
 	}
 	p.platform = h
+	go p.awaitReady(stdout, s)
 	return p, nil
 }
 
+// startProcess starts p's command: confined by the front from its first
+// instruction where it can (Linux), which spares a cgo worker the
+// re-execution it needs to confine all its threads itself; else as is.
+func (s *Spawner) startProcess(p *process) error {
+	if s.confine == nil || !s.launch.Load() {
+		return p.cmd.Start()
+	}
+	_, err := sandbox.StartConfined(p.cmd, *s.confine, p.reapedCh)
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		s.launch.Store(false)
+		return p.cmd.Start()
+	}
+	if err != nil {
+		s.stopLaunching("the front could not confine it: " + err.Error())
+		return p.cmd.Start()
+	}
+	p.launched = true
+	return nil
+}
+
+// stopLaunching falls back, for good, to workers that confine themselves.
+func (s *Spawner) stopLaunching(why string) {
+	if s.launch.Swap(false) {
+		s.log.Warn("workers will confine themselves (a cgo build re-executes itself to do so): "+why, "worker", s.cfg.Path)
+	}
+}
+
+// awaitReady reads the first byte the worker writes.
+func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
+	defer close(p.readyCh)
+	var b [1]byte
+	n, err := io.ReadFull(stdout, b[:])
+	switch {
+	case n == 1 && b[0] == ReadyByte:
+		if p.launched && s.cfg.MemoryMB > 0 {
+			// It cannot read its own /proc entry: the front sets its
+			// address-space limit, before any request reaches it.
+			if err := limitAddressSpace(p.pid(), s.cfg.MemoryMB); err != nil {
+				s.log.Error("could not limit a worker's memory; stopping it", "pid", p.pid(), "error", err)
+				p.kill()
+				p.headErr = fmt.Errorf("memory limit: %w", err)
+				return
+			}
+		}
+		p.ready.Store(true)
+		what := "worker ready for its call"
+		if p.standby {
+			what = "standby worker ready"
+		}
+		s.log.Debug(what, "pid", p.pid(), "after", time.Since(p.started), "confined_by_front", p.launched)
+	case n == 1:
+		p.head = b[:]
+	default:
+		p.headErr = err
+		if p.launched {
+			// Most likely the loader could not open a library it was not
+			// granted (a worker built unlike its front).
+			s.stopLaunching("a worker started confined by the front exited before it was ready")
+		}
+	}
+}
+
+// awaitStart waits until a worker started confined by the front is ready
+// for its request (or gone, which its request then reports).
+func (p *process) awaitStart(ctx context.Context) error {
+	timer := time.NewTimer(ReadyWait)
+	defer timer.Stop()
+	select {
+	case <-p.readyCh:
+		return nil
+	case <-ctx.Done():
+		return NewError(CodeCancelled, "the call was cancelled before it ran")
+	case <-timer.C:
+		return NewError(CodeWorkerFailed, fmt.Sprintf("the worker did not start within %s; the call was not run, try again", ReadyWait))
+	}
+}
+
+// afterReady is a worker's stdout from its answer on: the ready byte is
+// the spawner's.
+type afterReady struct {
+	p *process
+	r io.Reader
+}
+
+func (a afterReady) Read(b []byte) (int, error) {
+	<-a.p.readyCh
+	if len(a.p.head) > 0 {
+		n := copy(b, a.p.head)
+		a.p.head = a.p.head[n:]
+		return n, nil
+	}
+	if a.p.headErr != nil {
+		return 0, a.p.headErr
+	}
+	return a.r.Read(b)
+}
+
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) isReady() bool { return p.ready.Load() }
+
+// readyDone reports whether the first byte of stdout is in (ready or not).
+func (p *process) readyDone() bool {
+	select {
+	case <-p.readyCh:
+		return true
+	default:
+		return false
+	}
+}
 
 // exited reports whether the worker is gone: its stderr closes when it exits.
 func (p *process) exited() bool {
@@ -217,11 +633,17 @@ func (p *process) exited() bool {
 
 func (p *process) kill() { killProcess(p.cmd, p.platform) }
 
-// wait reaps the process once its pipes are drained.
+// wait reaps the process once its pipes are drained, and frees its slot.
 func (p *process) wait() error {
 	<-p.relay.done
 	err := p.cmd.Wait()
 	releaseLimits(p.platform)
+	p.reaped.Do(func() {
+		close(p.reapedCh)
+		if p.onReaped != nil {
+			p.onReaped()
+		}
+	})
 	return err
 }
 

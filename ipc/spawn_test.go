@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +26,28 @@ func TestMain(m *testing.M) {
 
 // helperWorker plays one kind of worker, good or bad.
 func helperWorker(mode string) int {
+	switch mode {
+	case "noready":
+		// A worker that predates the ready byte, or a foreign one.
+	case "dieready":
+		// Dies after saying it is ready, while it waits as a standby.
+		_ = SignalReady(os.Stdout, os.Getenv)
+		return 3
+	default:
+		_ = SignalReady(os.Stdout, os.Getenv)
+	}
 	req, err := ReadRequest(os.Stdin)
 	if err != nil {
 		_ = WriteResponse(os.Stdout, Failure(err))
 		return 0
 	}
 	switch mode {
-	case "echo":
+	case "echo", "noready":
 		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "echo: " + req.SQL, Rows: 1})
+	case "pid":
+		// Answers with its pid, after req.Limit milliseconds.
+		time.Sleep(time.Duration(req.Limit) * time.Millisecond)
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: strconv.Itoa(os.Getpid())})
 	case "hang":
 		time.Sleep(time.Hour)
 	case "crash":

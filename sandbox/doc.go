@@ -18,5 +18,8 @@
 // default build links cgo through package net), it restricts the current
 // thread and re-executes the binary from it: the new image inherits the
 // restriction on all of its threads. The re-executed process finds a marker
-// in its environment and [Enter] returns at once. See DESIGN.md.
+// in its environment and [Enter] returns at once. [StartConfined] spares the
+// re-execution: the front restricts a thread of its own and starts the
+// worker from it, so the worker is confined from its first instruction.
+// See DESIGN.md.
 package sandbox

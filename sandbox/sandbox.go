@@ -15,7 +15,7 @@ import (
 const (
 	// EnvAllowance carries the encoded [Allowance], or "off" for
 	// --sandbox off. The front sets it; a worker without it (the standalone
-	// cmd/worker) confines itself only if its request asks for it.
+	// mcp-sqlite-memory-worker) confines itself only if its request asks for it.
 	EnvAllowance = "MCP_SQLITE_WORKER_SANDBOX"
 	// EnvConfined marks a process re-executed from a confined thread; its
 	// value is the encoded [Report]. Only [Apply] sets it; the front strips
@@ -110,6 +110,9 @@ type Report struct {
 	Scoped bool `json:"scoped,omitempty"`
 	// Reexec is true when the restriction took a re-execution (cgo builds).
 	Reexec bool `json:"reexec,omitempty"`
+	// Launched is true when the front confined the process before its exec
+	// ([StartConfined]): no re-execution was needed.
+	Launched bool `json:"launched,omitempty"`
 	// Missing says why Landlock is not in effect; empty when it is.
 	Missing string `json:"missing,omitempty"`
 	// Notes are widenings worth a log line (e.g. a rollback-journal database).
@@ -195,7 +198,7 @@ func logReport(log hclog.Logger, rep Report) {
 		log.Warn("sandbox: " + n)
 	}
 	log.Debug("sandbox in effect", "landlock", rep.Landlock, "abi", rep.ABI, "no_new_privs", rep.NoNewPrivs,
-		"tcp_denied", rep.TCPDenied, "scoped", rep.Scoped, "reexec", rep.Reexec, "missing", rep.Missing,
+		"tcp_denied", rep.TCPDenied, "scoped", rep.Scoped, "reexec", rep.Reexec, "launched", rep.Launched, "missing", rep.Missing,
 		"rules", strings.Join(rep.Rules, "; "))
 }
 

@@ -44,6 +44,14 @@ type Config struct {
 	Verbose          bool
 }
 
+// standbyAuto marks --standby-workers left at auto: as many as
+// --max-workers allows, at most maxAutoStandby, so that a burst of four
+// parallel calls (what MCP hosts send) meets four workers started ahead.
+const (
+	standbyAuto    = -1
+	maxAutoStandby = 4
+)
+
 // UsageError is a bad command line or environment: the caller prints it and
 // exits with status 2.
 type UsageError struct{ Msg string }
@@ -114,9 +122,20 @@ func options() []option {
 		}},
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
 		intOption("max-growth-mb", "MCP_SQLITE_MAX_GROWTH_MB", "512", "MiB one statement may add to the database", 1, 1<<22, func(c *Config, n int) { c.MaxGrowthMB = n }),
-		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes running statements at once", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),
-		intOption("standby-workers", "MCP_SQLITE_STANDBY_WORKERS", "1", "workers started ahead so spawning is off the call path (0 turns it off)", 0, 16, func(c *Config, n int) { c.StandbyWorkers = n }),
-		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
+		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes alive at once: running a statement, standing by or starting", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),
+		{flag: "standby-workers", env: []string{"MCP_SQLITE_STANDBY_WORKERS"}, def: "auto", help: "workers kept started and confined ahead, so that calls (bursts of parallel calls too) meet no process start; part of --max-workers; 0 turns it off (auto: --max-workers, at most 4)", apply: func(c *Config, v string) error {
+			if strings.TrimSpace(v) == "auto" {
+				c.StandbyWorkers = standbyAuto
+				return nil
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 256 {
+				return errors.New("must be auto or a whole number from 0 to 256")
+			}
+			c.StandbyWorkers = n
+			return nil
+		}},
+		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: mcp-sqlite-memory-worker beside this binary, else this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
 		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
 		intOption("audit-query-bytes", "MCP_SQLITE_AUDIT_QUERY_BYTES", "65536", "bytes of a call's SQL an audit row keeps (longer SQL: this prefix, its length and sha256)", 256, 1<<30, func(c *Config, n int) { c.AuditQueryBytes = n }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
@@ -201,8 +220,11 @@ func (c *Config) check() error {
 	if c.DefaultLimit > c.MaxRows {
 		return &UsageError{fmt.Sprintf("--default-limit %d is larger than --max-rows %d\nTry: --default-limit %d", c.DefaultLimit, c.MaxRows, c.MaxRows)}
 	}
+	if c.StandbyWorkers == standbyAuto {
+		c.StandbyWorkers = min(c.MaxWorkers, maxAutoStandby)
+	}
 	if c.StandbyWorkers > c.MaxWorkers {
-		return &UsageError{fmt.Sprintf("--standby-workers %d is larger than --max-workers %d\nTry: --standby-workers 1", c.StandbyWorkers, c.MaxWorkers)}
+		return &UsageError{fmt.Sprintf("--standby-workers %d is larger than --max-workers %d (standby workers count toward it)\nTry: --standby-workers %d, or --max-workers %d", c.StandbyWorkers, c.MaxWorkers, c.MaxWorkers, c.StandbyWorkers)}
 	}
 	if c.DB != "" && c.SnapshotDir == "" {
 		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), Stem(c.DB)+".snapshots")

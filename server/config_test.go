@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 			return c.DB == "m.db" && c.Profile == "memory" && c.QueryTimeout == 10*time.Second && c.DefaultLimit == 100 &&
 				c.MaxRows == 1000 && c.MaxResultBytes == 32768 && c.MaxCellChars == 2000 && c.MaxUpdateRows == 500 &&
 				c.SearchCandidates == 5000 && c.Snapshots == 5 && c.WorkerMemoryMB == 256 && c.MaxGrowthMB == 512 &&
-				c.MaxWorkers == 4 && c.StandbyWorkers == 1 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots"
+				c.MaxWorkers == 4 && c.StandbyWorkers == 4 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots"
 		}, ""},
 		{"env", nil, map[string]string{"MCP_SQLITE_DB": "/x/e.db", "MCP_SQLITE_MAX_ROWS": "50", "MCP_SQLITE_DEFAULT_LIMIT": "20"}, func(c *Config) bool {
 			return c.DB == "/x/e.db" && c.MaxRows == 50 && c.DefaultLimit == 20 && c.SnapshotDir == "/x/e.snapshots"
@@ -46,6 +46,11 @@ func TestParseConfig(t *testing.T) {
 		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "flag provided but not defined: -dbb"},
 		{"limit above max", []string{"--default-limit", "2000"}, nil, nil, "--default-limit 2000 is larger than --max-rows 1000"},
 		{"standby above max", []string{"--standby-workers", "5", "--max-workers", "2"}, nil, nil, "--standby-workers 5 is larger than --max-workers 2"},
+		{"standby follows a smaller max", []string{"--max-workers", "2"}, nil, func(c *Config) bool { return c.MaxWorkers == 2 && c.StandbyWorkers == 2 }, ""},
+		{"standby auto stops at 4", []string{"--max-workers", "16"}, nil, func(c *Config) bool { return c.StandbyWorkers == 4 }, ""},
+		{"standby explicit", []string{"--standby-workers", "0"}, nil, func(c *Config) bool { return c.StandbyWorkers == 0 }, ""},
+		{"standby auto from env", nil, map[string]string{"MCP_SQLITE_STANDBY_WORKERS": "auto", "MCP_SQLITE_MAX_WORKERS": "3"}, func(c *Config) bool { return c.StandbyWorkers == 3 }, ""},
+		{"bad standby", []string{"--standby-workers", "many"}, nil, nil, "must be auto or a whole number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -115,7 +116,7 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		log.Info("--rg is accepted for compatibility and ignored: search_text matches with Go's RE2 engine inside the worker", "rg", cfg.RG)
 	}
 
-	workerPath, workerArgs, err := workerCommand(cfg.Worker)
+	workerPath, workerArgs, err := workerCommand(cfg.Worker, log)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -144,16 +145,33 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// workerCommand finds the worker: --worker PATH, else this very binary
-// re-run in worker mode.
-func workerCommand(path string) (string, []string, error) {
+// WorkerBinary is the lean worker's file name (with ".exe" on Windows),
+// looked for beside the server's own executable.
+const WorkerBinary = "mcp-sqlite-memory-worker"
+
+// workerCommand finds the worker: --worker PATH; else the lean worker
+// binary beside this executable (where `go install ./cmd/...` puts it),
+// which starts faster because it links no MCP library; else this very
+// binary re-run in worker mode. It says once which one is used.
+func workerCommand(path string, log hclog.Logger) (string, []string, error) {
 	if path != "" {
+		log.Info("workers run", "worker", path, "from", "--worker")
 		return path, nil, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot find my own executable to run workers; pass --worker PATH: %w", err)
 	}
+	name := WorkerBinary
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	lean := filepath.Join(filepath.Dir(self), name)
+	if fi, err := os.Stat(lean); err == nil && fi.Mode().IsRegular() && (runtime.GOOS == "windows" || fi.Mode().Perm()&0o111 != 0) {
+		log.Info("workers run", "worker", lean, "from", "beside the server")
+		return lean, nil, nil
+	}
+	log.Info("workers run", "worker", self+" worker", "from", "this binary (no "+name+" beside it; install it there for faster workers: go install ./cmd/...)")
 	return self, []string{"worker"}, nil
 }
 

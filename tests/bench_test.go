@@ -3,9 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -13,51 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
-
-// BenchmarkReadQueryRoundTrip measures one read_query call over stdio, as a
-// host sees it: JSON-RPC in, a worker process, CSV out. It reports the
-// percentiles of the per-call latency. "spaced" leaves 20 ms between calls
-// (untimed), as an agent does while its model thinks, so the standby worker
-// is ready; "back-to-back" calls as fast as the server answers.
-func BenchmarkReadQueryRoundTrip(b *testing.B) {
-	for _, tc := range []struct {
-		name    string
-		standby int
-		gap     time.Duration
-	}{
-		{"standby=1/spaced", 1, 20 * time.Millisecond},
-		{"standby=0/spaced", 0, 20 * time.Millisecond},
-		{"standby=1/back-to-back", 1, 0},
-	} {
-		standby := tc.standby
-		b.Run(tc.name, func(b *testing.B) {
-			db := filepath.Join(b.TempDir(), "bench.db")
-			s := start(b, db, "--standby-workers", fmt.Sprint(standby))
-			s.ok("write_query", q("CREATE TABLE kv (id INTEGER PRIMARY KEY, name TEXT, value REAL)"))
-			s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO kv SELECT x, 'name ' || x, x / 7.0 FROM c"))
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := range b.N {
-				if tc.gap > 0 {
-					b.StopTimer()
-					time.Sleep(tc.gap)
-					b.StartTimer()
-				}
-				start := time.Now()
-				text, isErr := s.call("read_query", q(fmt.Sprintf("SELECT id, name, value FROM kv WHERE id = %d", i%1000+1)))
-				lat = append(lat, time.Since(start))
-				if isErr {
-					b.Fatal(text)
-				}
-			}
-			b.StopTimer()
-			reportPercentiles(b, lat)
-		})
-	}
-}
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -213,76 +167,6 @@ func BenchmarkFrontMemory(b *testing.B) {
 	b.ReportMetric(float64(before), "rss-kB-before")
 	b.ReportMetric(float64(after), "rss-kB-after")
 	b.ReportMetric(float64(after-before)*1000/float64(calls-warm), "rss-kB-per-1k-calls")
-}
-
-// BenchmarkWorkerSpawn measures a worker from process start to its answer
-// of a request it refuses at once (a protocol version it does not speak):
-// start-up plus a read and a write, no SQLite. The server binary re-run as
-// its worker runs every package init of the server (mcp-go's JSON schema
-// compiler among them); the sandboxed variant confines itself first.
-func BenchmarkWorkerSpawn(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "spawn.db")
-	start(b, db).ok("verify_chain", nil)
-	sandboxEnv := sandbox.Allowance{DB: db}.Env()
-	// Static (CGO_ENABLED=0) builds confine every thread in place, without
-	// the re-execution a cgo build needs.
-	static := b.TempDir()
-	for bin, pkg := range map[string]string{"server": "../cmd/server", "worker": "../cmd/worker"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(static, bin), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("static build: %v\n%s", err, out)
-		}
-	}
-	for _, tc := range []struct {
-		name string
-		bin  string
-		args []string
-		env  []string
-	}{
-		{"worker-binary", workerBin, nil, nil},
-		{"worker-binary/sandbox", workerBin, nil, []string{sandboxEnv}},
-		{"worker-binary/static+sandbox", filepath.Join(static, "worker"), nil, []string{sandboxEnv}},
-		{"server-binary", serverBin, []string{"worker"}, nil},
-		{"server-binary/sandbox", serverBin, []string{"worker"}, []string{sandboxEnv}},
-		{"server-binary/static+sandbox", filepath.Join(static, "server"), []string{"worker"}, []string{sandboxEnv}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			for range b.N {
-				cmd := exec.Command(tc.bin, tc.args...)
-				cmd.Env = append(os.Environ(), tc.env...)
-				cmd.Stdin = strings.NewReader(`{"v":999,"op":"query","db":"x"}`)
-				start := time.Now()
-				out, err := cmd.Output()
-				lat = append(lat, time.Since(start))
-				if err != nil || !strings.Contains(string(out), "protocol version 999") {
-					b.Fatalf("%v: %s", err, out)
-				}
-			}
-			reportPercentiles(b, lat)
-		})
-	}
-}
-
-// BenchmarkReadQuery1000Rows is a round trip returning 1,000 rows x 3
-// columns (about 30 kB of CSV), standby on, calls spaced as an agent's.
-func BenchmarkReadQuery1000Rows(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "rows.db")
-	s := start(b, db, "--max-result-bytes", "1048576")
-	s.ok("write_query", q("CREATE TABLE kv (id INTEGER PRIMARY KEY, name TEXT, value REAL)"))
-	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO kv SELECT x, 'name ' || x, x / 7.0 FROM c"))
-	lat := make([]time.Duration, 0, b.N)
-	for range b.N {
-		time.Sleep(20 * time.Millisecond)
-		start := time.Now()
-		text := s.ok("read_query", map[string]any{"query": "SELECT id, name, value FROM kv ORDER BY id", "limit": 1000})
-		lat = append(lat, time.Since(start))
-		if !strings.HasSuffix(text, "# 1000 rows") {
-			b.Fatalf("trailer: %q", text[max(0, len(text)-100):])
-		}
-	}
-	reportPercentiles(b, lat)
 }
 
 // BenchmarkRunawayStop reports how long past --query-timeout a runaway

@@ -28,6 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -288,7 +289,7 @@ func waitNoOrphanWorkers(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if args, ppid := procArgs(pid); ppid == 1 && len(args) == 2 && args[0] == serverBin && args[1] == "worker" {
+			if args, ppid := procArgs(pid); ppid == 1 && isWorkerArgs(args) {
 				orphans++
 			}
 		}
@@ -349,7 +350,7 @@ func probeBinaries(t *testing.T) map[string]string {
 		probeBins = map[string]string{}
 		for name, cgo := range map[string]string{"cgo": "", "nocgo": "0"} {
 			bin := filepath.Join(dir, "sandboxprobe-"+name)
-			cmd := exec.Command("go", "build", "-tags", "sandboxprobe", "-o", bin, "../cmd/worker")
+			cmd := exec.Command("go", "build", "-tags", "sandboxprobe", "-o", bin, "../cmd/mcp-sqlite-memory-worker")
 			cmd.Env = os.Environ()
 			if cgo != "" {
 				cmd.Env = append(cmd.Env, "CGO_ENABLED="+cgo)
@@ -401,7 +402,8 @@ func runProbe(t *testing.T, bin string, env []string, attempts []probeAttempt) p
 }
 
 // workerEnv returns the environment of the server's standby worker, as
-// the server set it (less the marker a re-executed worker adds itself).
+// the server set it (less the marker a re-executed worker adds itself, and
+// the standby handshake, which expects the server as parent).
 func workerEnvOf(t *testing.T, s *session) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -411,7 +413,9 @@ func workerEnvOf(t *testing.T, s *session) []string {
 			if err == nil && len(raw) > 0 {
 				var env []string
 				for _, kv := range strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00") {
-					if !strings.HasPrefix(kv, sandbox.EnvConfined+"=") {
+					// The marker is the worker's own; the standby handshake
+					// and the parent check are for the server's workers.
+					if !strings.HasPrefix(kv, sandbox.EnvConfined+"=") && !strings.HasPrefix(kv, ipc.EnvReady+"=") && !strings.HasPrefix(kv, ipc.EnvFrontPID+"=") {
 						env = append(env, kv)
 					}
 				}

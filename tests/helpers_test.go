@@ -66,11 +66,23 @@ func findWorker(t *testing.T, s *session) int {
 		if err != nil {
 			continue
 		}
-		if args, ppid := procArgs(pid); ppid == serverPid && len(args) == 2 && args[1] == "worker" {
+		if args, ppid := procArgs(pid); ppid == serverPid && isWorkerArgs(args) {
 			return pid
 		}
 	}
 	return 0
+}
+
+// isWorkerArgs tells a worker's command line: the lean worker binary, or
+// a server binary re-run with "worker".
+func isWorkerArgs(args []string) bool {
+	switch {
+	case len(args) == 1:
+		return args[0] == workerBin
+	case len(args) == 2:
+		return (args[0] == serverBin || args[0] == aloneServerBin) && args[1] == "worker"
+	}
+	return false
 }
 
 func sleepBriefly() { time.Sleep(50 * time.Millisecond) }

@@ -23,10 +23,13 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// Paths of the binaries built once for all tests.
+// Paths of the binaries built once for all tests: the server with its lean
+// worker beside it, as `go install ./cmd/...` leaves them, and the same
+// server alone in a folder of its own, where it re-runs itself as worker.
 var (
-	serverBin string
-	workerBin string
+	serverBin      string
+	workerBin      string
+	aloneServerBin string
 )
 
 func TestMain(m *testing.M) {
@@ -40,8 +43,9 @@ func TestMain(m *testing.M) {
 		exe = ".exe"
 	}
 	serverBin = filepath.Join(dir, "mcp-sqlite-memory"+exe)
-	workerBin = filepath.Join(dir, "worker"+exe)
-	for bin, pkg := range map[string]string{serverBin: "../cmd/server", workerBin: "../cmd/worker"} {
+	workerBin = filepath.Join(dir, "mcp-sqlite-memory-worker"+exe)
+	aloneServerBin = filepath.Join(dir, "alone", "mcp-sqlite-memory"+exe)
+	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
 		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
@@ -49,9 +53,26 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	if err := copyFile(serverBin, aloneServerBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// copyFile copies an executable, making the folder of dst.
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
 }
 
 // session is one running server and its client.

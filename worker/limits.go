@@ -1,7 +1,10 @@
 package worker
 
 import (
+	"fmt"
+	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -9,20 +12,81 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// applyLimits limits this process before any SQL runs: the OS limits of the
-// platform, then SQLite's own hard heap limit below them, so that a memory
-// bomb usually meets SQLite's clean "out of memory" before the OS limit.
+// limited is what this process has already set, so that a request pays
+// only for the limits that depend on it.
+var limited struct {
+	process  bool // core dumps, open files, the parent check
+	memoryMB int  // the memory budget in force (0: none)
+}
+
+// applyStandbyLimits sets, before any request exists, the limits that do
+// not depend on one: the process limits, and the memory budget the front
+// passed in the environment (its --worker-memory-mb), counted from the
+// address space mapped now, with the database already open.
+func applyStandbyLimits(log hclog.Logger) error {
+	if err := applyProcessLimits(log); err != nil {
+		return err
+	}
+	limited.process = true
+	v := os.Getenv(ipc.EnvMemoryMB)
+	if v == "" {
+		return nil
+	}
+	mb, err := strconv.Atoi(v)
+	if err != nil || mb <= 0 {
+		return fmt.Errorf("bad %s=%q: want a whole number of MiB", ipc.EnvMemoryMB, v)
+	}
+	return applyMemoryLimit(mb, log)
+}
+
+// applyLimits limits this process for req before any of its SQL runs:
+// what the standby phase could not (the largest file it may write depends
+// on the database's size now), and everything when this worker was started
+// without a front (a standalone worker).
 func applyLimits(req *ipc.Request, log hclog.Logger) error {
-	if err := applyOSLimits(req, log); err != nil {
+	fail := func(err error) error {
 		return ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+err.Error())
 	}
-	if mb := req.Limits.MemoryMB; mb > 0 {
-		rawsqlite.SetHardHeapLimit(int64(mb) << 20 * 3 / 4)
-		// A worker lives for one statement: collecting garbage before its
-		// heap nears the budget is wasted work (GC was 40% of a 100k-row
-		// export). SQLite's memory is not Go heap, so half the budget.
-		debug.SetGCPercent(-1)
-		debug.SetMemoryLimit(int64(mb) << 20 / 2)
+	if !limited.process {
+		if err := applyProcessLimits(log); err != nil {
+			return fail(err)
+		}
+		limited.process = true
 	}
+	switch mb := req.Limits.MemoryMB; {
+	case mb <= 0:
+	case mb == limited.memoryMB:
+		// Set before the request; a worker the front limits checks it.
+		if err := applyOSMemoryLimit(mb, log); err != nil {
+			return fail(err)
+		}
+	case limited.memoryMB > 0 && mb > limited.memoryMB:
+		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; front and worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
+	default:
+		if err := applyMemoryLimit(mb, log); err != nil {
+			return fail(err)
+		}
+	}
+	if err := applyFileLimit(req, log); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// applyMemoryLimit caps the worker at mb MiB: the OS limit of the platform,
+// then SQLite's own hard heap limit below it, so that a memory bomb usually
+// meets SQLite's clean "out of memory" before the OS limit.
+func applyMemoryLimit(mb int, log hclog.Logger) error {
+	if err := applyOSMemoryLimit(mb, log); err != nil {
+		return err
+	}
+	rawsqlite.SetHardHeapLimit(int64(mb) << 20 * 3 / 4)
+	// A worker lives for one statement: collecting garbage before its heap
+	// nears the budget is wasted work (GC was 40% of a 100k-row export).
+	// SQLite's memory is not Go heap, so half the budget.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(int64(mb) << 20 / 2)
+	limited.memoryMB = mb
+	log.Debug("memory limit applied", "memory_mb", mb)
 	return nil
 }

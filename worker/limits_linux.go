@@ -19,48 +19,94 @@ import (
 // what the Go runtime keeps open.
 const maxOpenFiles = 64
 
-// applyOSLimits sets RLIMIT_AS (memory), RLIMIT_FSIZE (largest file it may
-// write), RLIMIT_NOFILE and RLIMIT_CORE=0, and makes sure the worker dies
-// if the front already has.
-func applyOSLimits(req *ipc.Request, log hclog.Logger) error {
-	if os.Getppid() == 1 {
+// asBase is the address space mapped when the memory limit was first set.
+var asBase uint64
+
+func setLimit(res int, v uint64) error {
+	return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v})
+}
+
+// applyProcessLimits sets RLIMIT_CORE=0 and RLIMIT_NOFILE, and makes sure
+// the worker dies if the front already has.
+func applyProcessLimits(hclog.Logger) error {
+	if frontGone() {
 		// The front died before Pdeathsig was armed.
 		os.Exit(3)
 	}
 	// Past RLIMIT_FSIZE a write must fail (SQLite reports an I/O error),
 	// not kill the worker with SIGXFSZ.
 	signal.Ignore(syscall.SIGXFSZ)
-	set := func(res int, v uint64) error {
-		return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v})
-	}
-	if err := set(unix.RLIMIT_CORE, 0); err != nil {
+	if err := setLimit(unix.RLIMIT_CORE, 0); err != nil {
 		return err
 	}
-	if err := set(unix.RLIMIT_NOFILE, maxOpenFiles); err != nil {
-		return err
+	return setLimit(unix.RLIMIT_NOFILE, maxOpenFiles)
+}
+
+// applyOSMemoryLimit sets RLIMIT_AS. The Go runtime reserves about 1 GiB
+// of PROT_NONE address space at start, which RLIMIT_AS counts although it
+// holds no memory. The limit is therefore what is mapped the first time it
+// is set plus the budget: the statement can make the worker grow by at most
+// mb. A later, smaller budget lowers it from the same base.
+//
+// A worker the front started confined cannot read /proc/self: the front
+// sets its limit, the same way, once the worker says it is ready and before
+// it sends the request. Such a worker only checks, with the request, that
+// the limit is there, and lowers it for a smaller budget.
+func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
+	if sandboxState.Report.Launched {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
+			return err
+		}
+		switch {
+		case limited.memoryMB == 0:
+			return nil // the standby phase: the front sets it next
+		case cur.Cur == unix.RLIM_INFINITY:
+			return errors.New("the front did not set this worker's address-space limit")
+		case mb < limited.memoryMB:
+			return setLimit(unix.RLIMIT_AS, cur.Cur-uint64(limited.memoryMB-mb)<<20)
+		}
+		return nil
 	}
-	if mb := req.Limits.MemoryMB; mb > 0 {
-		// The Go runtime reserves about 1 GiB of PROT_NONE address space at
-		// start, which RLIMIT_AS counts although it holds no memory. The
-		// limit is therefore what is mapped now plus the budget: the
-		// statement can make the worker grow by at most MemoryMB.
+	if asBase == 0 {
 		base, err := mappedBytes()
 		if err != nil {
 			return err
 		}
-		if err := set(unix.RLIMIT_AS, base+uint64(mb)<<20); err != nil {
-			return err
-		}
+		asBase = base
 	}
-	if fi, err := os.Stat(req.DB); err == nil && req.Limits.MaxGrowthMB > 0 {
-		// Room for the file's growth cap, its WAL and one snapshot copy.
-		limit := uint64(fi.Size())*2 + uint64(req.Limits.MaxGrowthMB)<<21 + 64<<20
-		if err := set(unix.RLIMIT_FSIZE, limit); err != nil {
-			return err
-		}
+	return setLimit(unix.RLIMIT_AS, asBase+uint64(mb)<<20)
+}
+
+// applyFileLimit sets RLIMIT_FSIZE from the database's size now.
+func applyFileLimit(req *ipc.Request, log hclog.Logger) error {
+	if req.Limits.MaxGrowthMB <= 0 {
+		return nil
 	}
-	log.Debug("limits applied", "memory_mb", req.Limits.MemoryMB, "max_growth_mb", req.Limits.MaxGrowthMB)
+	fi, err := os.Stat(req.DB)
+	if err != nil {
+		// The open reports a missing database with its own code.
+		return nil
+	}
+	// Room for the file's growth cap, its WAL and one snapshot copy.
+	limit := uint64(fi.Size())*2 + uint64(req.Limits.MaxGrowthMB)<<21 + 64<<20
+	if err := setLimit(unix.RLIMIT_FSIZE, limit); err != nil {
+		return err
+	}
+	log.Debug("file size limit applied", "max_growth_mb", req.Limits.MaxGrowthMB, "fsize", limit)
 	return nil
+}
+
+// frontGone reports whether the process that started this worker is no
+// longer its parent: the front's pid when it said it, else whether the
+// worker was handed to init.
+func frontGone() bool {
+	if v := os.Getenv(ipc.EnvFrontPID); v != "" {
+		if pid, err := strconv.Atoi(v); err == nil {
+			return os.Getppid() != pid
+		}
+	}
+	return os.Getppid() == 1
 }
 
 // mappedBytes is this process's virtual size (VmSize) from /proc.

@@ -12,11 +12,15 @@ import (
 
 var warnOnce sync.Once
 
-// applyOSLimits has no OS limits to set on this platform; SQLite's heap
-// limit and the front's timeout kill still apply.
-func applyOSLimits(_ *ipc.Request, log hclog.Logger) error {
+// applyProcessLimits has no OS limits to set on this platform; SQLite's
+// heap limit and the front's timeout kill still apply.
+func applyProcessLimits(log hclog.Logger) error {
 	warnOnce.Do(func() {
 		log.Warn("no OS resource limits on this platform; relying on SQLite's heap limit and the timeout")
 	})
 	return nil
 }
+
+func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
+
+func applyFileLimit(*ipc.Request, hclog.Logger) error { return nil }

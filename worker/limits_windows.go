@@ -6,6 +6,12 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
-// applyOSLimits does nothing on Windows: the front puts every worker in a
-// Job Object with the memory limit before it sends the request.
-func applyOSLimits(*ipc.Request, hclog.Logger) error { return nil }
+// The OS limits do nothing on Windows: the front puts every worker in a Job
+// Object with the memory limit before the worker runs its first
+// instruction. SQLite's heap limit still applies (applyMemoryLimit).
+
+func applyProcessLimits(hclog.Logger) error { return nil }
+
+func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
+
+func applyFileLimit(*ipc.Request, hclog.Logger) error { return nil }

@@ -10,7 +10,7 @@ import (
 )
 
 // defaultCandidateCap applies when a request names no cap (a hand-written
-// request to cmd/worker); the front always sends --search-candidates.
+// request to mcp-sqlite-memory-worker); the front always sends --search-candidates.
 const defaultCandidateCap = 5000
 
 // search answers search_text: the candidate SELECT, built from checked and

@@ -190,3 +190,11 @@ func TestSearchProgress(t *testing.T) {
 		t.Fatalf("frames %+v, want %+v", got, want)
 	}
 }
+
+// executeTo runs req in this process with its progress frames going to
+// progress, and closes the connection.
+func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Response {
+	resp, release := executeHeld(req, log, progress)
+	release()
+	return resp
+}

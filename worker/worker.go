@@ -17,6 +17,12 @@ import (
 // Main reads one request from stdin, executes it and writes one response to
 // stdout. Logs go to stderr as hclog JSON, which the front re-logs. The exit
 // status is 0 whenever a response was written, failures included.
+//
+// Everything the request does not change happens before it is read, so
+// that a standby worker has done it while it waited: confinement, the
+// process and memory limits, the database connection with its backstops,
+// the JSON codec. After the request only what depends on it runs, and the
+// response is written before the connection is closed.
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "worker",
@@ -29,13 +35,23 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
-	preopen(log)
+	// A limit that cannot be set fails the request, not the standby: the
+	// call that takes this worker gets the reason.
+	standbyErr := prepare(log)
+	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
+		log.Error("telling the front this worker is ready failed", "error", err)
+		return 1
+	}
 	req, err := ipc.ReadRequest(stdin)
 	if err == nil {
 		err = admit(req, log)
 	}
+	if err == nil && standbyErr != nil {
+		err = ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+standbyErr.Error())
+	}
 	var resp *ipc.Response
 	version := ipc.Version
+	release := func() {}
 	if err != nil {
 		resp = ipc.Failure(err)
 	} else {
@@ -45,11 +61,15 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 			progress = stdout
 		}
 		version = req.Version
-		resp = Execute(req, log, progress)
+		resp, release = run(req, log, progress)
 	}
 	resp.Version = version
-	if err := ipc.WriteResponse(stdout, resp); err != nil {
-		log.Error("writing the response failed", "error", err)
+	werr := ipc.WriteResponse(stdout, resp)
+	// Writes were committed before the response was built; closing the
+	// connection is no part of the answer.
+	release()
+	if werr != nil {
+		log.Error("writing the response failed", "error", werr)
 		return 1
 	}
 	return 0
@@ -59,18 +79,32 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 // limits first, so call it only in a process of its own. Progress frames go
 // to progress before the caller writes the response; nil writes none.
 func Execute(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Response {
+	resp, release := run(req, log, progress)
+	release()
+	return resp
+}
+
+// run applies the limits that depend on req, then executes it. It returns
+// the response and the function that releases the connection, to be called
+// once the response is written.
+func run(req *ipc.Request, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
 	if err := applyLimits(req, log); err != nil {
-		return ipc.Failure(err)
+		return ipc.Failure(err), func() {}
 	}
-	return executeTo(req, log, progress)
+	return executeHeld(req, log, progress)
 }
 
 // execute runs req in this process as it is (tests call it directly).
 func execute(req *ipc.Request, log hclog.Logger) *ipc.Response {
-	return executeTo(req, log, nil)
+	resp, release := executeHeld(req, log, nil)
+	release()
+	return resp
 }
 
-func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *ipc.Response) {
+// executeHeld runs req and returns its response with the connection still
+// open; release closes it. Progress frames go to progress (nil: none).
+func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *ipc.Response, release func()) {
+	release = func() {}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -79,9 +113,9 @@ func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *ip
 	}()
 	ex, err := open(req, log)
 	if err != nil {
-		return ipc.Failure(err)
+		return ipc.Failure(err), release
 	}
-	defer ex.close()
+	release = ex.close
 	ex.progress = &reporter{w: progress}
 
 	if req.Limits.TimeoutMS > 0 {
@@ -112,10 +146,10 @@ func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *ip
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))
 		r.Detail = ex.detail
-		return r
+		return r, release
 	}
 	resp.OK = true
-	return resp
+	return resp, release
 }
 
 // classify turns a SQLite error into the agent's error code.

@@ -1,5 +1,7 @@
-// Command mcp-sqlite-memory serves one SQLite database to an MCP host over
-// stdio; see `mcp-sqlite-memory --help`.
+// Command server is mcp-sqlite-memory for `go run ./cmd/server demo` and
+// other quick starts from a clone; cmd/mcp-sqlite-memory is the same thin
+// main under the name `go install` gives the binary. See
+// `mcp-sqlite-memory --help`.
 package main
 
 import (

@@ -1,0 +1,432 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
+)
+
+// Tests of the standby pool and of the worker binary the server picks.
+
+// logBuffer collects a server's stderr while it runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// count returns how many log lines contain all of parts.
+func (l *logBuffer) count(parts ...string) int {
+	n := 0
+	for _, line := range strings.Split(l.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// startLogged is start with a choice of server binary and its stderr kept.
+func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	args := append([]string{"--db", db}, flags...)
+	c, err := client.NewStdioMCPClientWithOptions(bin, os.Environ(), args, transport.WithCommandStderrWriter(logs))
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, logs)
+	}
+	return &session{t: t, c: c, db: db}, logs
+}
+
+// waitFor polls cond for up to 10 s: a liveness bound, not a timing.
+func mustWaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !waitFor(10*time.Second, cond) {
+		t.Fatalf("gave up waiting for %s", what)
+	}
+}
+
+// serverOf finds the pid of the server process bin serving db (Linux).
+func serverOf(bin, db string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if args, _ := procArgs(pid); len(args) >= 3 && args[0] == bin && args[1] == "--db" && args[2] == db {
+			return pid
+		}
+	}
+	return 0
+}
+
+// workersOfServer lists the worker processes whose parent is pid (Linux).
+func workersOfServer(pid int) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if args, ppid := procArgs(child); ppid == pid && isWorkerArgs(args) {
+			pids = append(pids, child)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// procStatus returns one field of /proc/pid/status.
+func procStatus(pid int, field string) string {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
+}
+
+// running reports whether a thread of pid is on a CPU or waiting for one
+// (the main thread of a Go program is often idle while another runs).
+func running(pid int) bool {
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if rest := stat[bytes.LastIndexByte(stat, ')')+1:]; len(rest) > 1 && rest[1] == 'R' {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWorkerBinaryChoice: with mcp-sqlite-memory-worker beside it the
+// server runs that lean binary, else itself with "worker", and --worker
+// wins over both; the log says once which one it uses, and calls work.
+func TestWorkerBinaryChoice(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		bin        string
+		flags      []string
+		wantLog    string
+		wantWorker []string // the worker's command line
+	}{
+		{"lean worker beside the server", serverBin, nil, `worker=` + workerBin + ` from="beside the server"`, []string{workerBin}},
+		{"server alone re-runs itself", aloneServerBin, nil, `worker="` + aloneServerBin + ` worker" from="this binary`, []string{aloneServerBin, "worker"}},
+		{"--worker wins", aloneServerBin, []string{"--worker", workerBin}, `worker=` + workerBin + ` from=--worker`, []string{workerBin}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			s, logs := startLogged(t, tt.bin, db, tt.flags...)
+			if got := s.ok("read_query", q("SELECT 40 + 2 AS answer")); got != "answer\n42\n# 1 rows" {
+				t.Fatalf("call: %q", got)
+			}
+			if n := logs.count("workers run:"); n != 1 {
+				t.Fatalf("%d log lines name the worker, want 1:\n%s", n, logs)
+			}
+			if logs.count(tt.wantLog) != 1 {
+				t.Fatalf("the log does not say %q:\n%s", tt.wantLog, logs)
+			}
+			if runtime.GOOS != "linux" {
+				return
+			}
+			server := serverOf(tt.bin, db)
+			var workers []int
+			mustWaitFor(t, "a standby worker", func() bool { workers = workersOfServer(server); return len(workers) > 0 })
+			if args, _ := procArgs(workers[0]); !slices.Equal(args, tt.wantWorker) {
+				t.Fatalf("worker command line %q, want %q", args, tt.wantWorker)
+			}
+		})
+	}
+}
+
+// TestPoolServesBurst: four parallel calls (what MCP hosts send) are served
+// by the four standby workers started before them; none starts a process
+// on its call path, and every call is audited.
+func TestPoolServesBurst(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s, logs := startLogged(t, serverBin, db, "-v")
+	s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
+	s.ok("write_query", q("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')"))
+	// The pool refills after those calls: wait for four ready standbys
+	// beyond the ones they used.
+	used := logs.count("call served by a standby worker")
+	mustWaitFor(t, "four ready standbys", func() bool {
+		return logs.count("standby worker ready") >= 4+used
+	})
+	before := logs.count("call served by a standby worker", "ready=true")
+	// The first calls may come before the first standby exists.
+	ownBefore := logs.count("call started its own worker")
+	var wg sync.WaitGroup
+	for i := 1; i <= 4; i++ {
+		wg.Go(func() {
+			got := s.ok("read_query", q("SELECT v FROM t WHERE id = "+strconv.Itoa(i)))
+			if !strings.HasPrefix(got, "v\n") || !strings.HasSuffix(got, "\n# 1 rows") {
+				t.Errorf("call %d: %q", i, got)
+			}
+		})
+	}
+	wg.Wait()
+	if served := logs.count("call served by a standby worker", "ready=true") - before; served < 4 {
+		t.Fatalf("%d of the 4 parallel calls were served by a ready standby:\n%s", served, logs)
+	}
+	if n := logs.count("call started its own worker") - ownBefore; n != 0 {
+		t.Fatalf("%d calls started a worker on their call path:\n%s", n, logs)
+	}
+	if all, _ := auditRows(t, db); all != 6 {
+		t.Fatalf("%d audit rows, want 6", all)
+	}
+}
+
+// TestStandbyConfinedAndLimitedWhileWaiting: a standby worker has its
+// sandbox and its limits before any request reaches it.
+func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	t.Parallel()
+	db := newDB(t)
+	s, _ := startLogged(t, serverBin, db, "--worker-memory-mb", "200")
+	server := serverOf(serverBin, db)
+	var workers []int
+	mustWaitFor(t, "4 standbys", func() bool { workers = workersOfServer(server); return len(workers) == 4 })
+	for _, pid := range workers {
+		// Ready means limited: poll until this one is.
+		mustWaitFor(t, "the standby's limits", func() bool {
+			limits, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "limits"))
+			return !strings.Contains(string(limits), "Max address space         unlimited")
+		})
+		if got := procStatus(pid, "NoNewPrivs"); got != "1" {
+			t.Errorf("standby %d: NoNewPrivs %q", pid, got)
+		}
+		limits, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "limits"))
+		for _, want := range []string{"Max core file size        0", "Max open files            64"} {
+			if !strings.Contains(string(limits), want) {
+				t.Errorf("standby %d: no %q in\n%s", pid, want, limits)
+			}
+		}
+		// The address-space limit is what was mapped when it got ready plus
+		// the budget.
+		var as uint64
+		for _, line := range strings.Split(string(limits), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
+				as, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			}
+		}
+		vm, _ := strconv.ParseUint(strings.TrimSuffix(procStatus(pid, "VmSize"), " kB"), 10, 64)
+		if headroom := int64(as) - int64(vm<<10); headroom < 150<<20 || headroom > 200<<20 {
+			t.Errorf("standby %d: RLIMIT_AS %d with VmSize %d kB leaves %d MiB, want about 200", pid, as, vm, headroom>>20)
+		}
+	}
+	if got := s.ok("read_query", q("SELECT 1 AS one")); got != "one\n1\n# 1 rows" {
+		t.Fatalf("call: %q", got)
+	}
+}
+
+// TestStandbyKilledIsReplaced: a standby that dies while it waits is
+// replaced, the log says so, and calls go on.
+func TestStandbyKilledIsReplaced(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds workers through /proc")
+	}
+	t.Parallel()
+	db := newDB(t)
+	s, logs := startLogged(t, serverBin, db)
+	server := serverOf(serverBin, db)
+	var before []int
+	mustWaitFor(t, "4 standbys", func() bool { before = workersOfServer(server); return len(before) == 4 })
+	victim := before[0]
+	if p, err := os.FindProcess(victim); err != nil || p.Kill() != nil {
+		t.Fatalf("kill standby %d: %v", victim, err)
+	}
+	mustWaitFor(t, "a replacement", func() bool {
+		now := workersOfServer(server)
+		return len(now) == 4 && !slices.Contains(now, victim)
+	})
+	mustWaitFor(t, "the log line", func() bool {
+		return logs.count("standby worker exited while waiting; starting another", "pid="+strconv.Itoa(victim)) == 1
+	})
+	if got := s.ok("read_query", q("SELECT 2 AS two")); got != "two\n2\n# 1 rows" {
+		t.Fatalf("call after the kill: %q", got)
+	}
+}
+
+// TestNoWorkerOutlivesFront: the standbys die with their front when it
+// exits (stdin closed); when it is killed, so does a worker in the middle
+// of a long statement, which reads nothing and can die only by Pdeathsig.
+func TestNoWorkerOutlivesFront(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds workers through /proc")
+	}
+	t.Parallel()
+	for _, how := range []string{"stdin closed", "SIGKILL"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			cmd := exec.Command(serverBin, "--db", db, "--query-timeout", "60")
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
+			c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			c.read()
+			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			var workers []int
+			mustWaitFor(t, "4 standbys", func() bool { workers = workersOfServer(cmd.Process.Pid); return len(workers) == 4 })
+			if how == "SIGKILL" {
+				// Standbys idle first, so that a running worker below is the
+				// one running the statement (no refill starts while it runs).
+				mustWaitFor(t, "idle standbys", func() bool {
+					return !slices.ContainsFunc(workersOfServer(cmd.Process.Pid), running)
+				})
+				c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_query","arguments":{"query":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}}}`)
+				mustWaitFor(t, "a worker running the statement", func() bool {
+					return slices.ContainsFunc(workersOfServer(cmd.Process.Pid), running)
+				})
+				workers = workersOfServer(cmd.Process.Pid)
+				_ = cmd.Process.Kill()
+			} else {
+				in.Close()
+			}
+			_ = cmd.Wait()
+			mustWaitFor(t, "every worker to die", func() bool {
+				for _, pid := range workers {
+					if state := procStatus(pid, "State"); state != "" && !strings.HasPrefix(state, "Z") {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
+
+// TestWorkerConfinedByFront runs the sandbox probe the way the server
+// starts its workers on Linux: confined by the front before its exec, with
+// no re-execution. It may use its database and nothing else.
+func TestWorkerConfinedByFront(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Landlock is Linux only")
+	}
+	abi, err := sandbox.Supported()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "memory.db")
+	start(t, db).ok("verify_chain", nil)
+	neighbour := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(neighbour, []byte("private"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		attempt probeAttempt
+		want    string
+	}{
+		{probeAttempt{"read", db}, "ok"},
+		{probeAttempt{"write", db}, "ok"},
+		{probeAttempt{"write", db + "-wal"}, "ok"},
+		{probeAttempt{"read", neighbour}, "denied"},
+		{probeAttempt{"create", filepath.Join(dir, "new.db")}, "denied"},
+		{probeAttempt{"read", "/etc/passwd"}, "denied"},
+		{probeAttempt{"read", "/proc/" + strconv.Itoa(os.Getpid()) + "/environ"}, "denied"},
+		{probeAttempt{"exec", "/bin/sh"}, "denied"},
+	}
+	var attempts []probeAttempt
+	for _, c := range cases {
+		attempts = append(attempts, c.attempt)
+	}
+	a := sandbox.Allowance{DB: db}
+	for name, bin := range probeBinaries(t) {
+		t.Run(name, func(t *testing.T) {
+			in, _ := json.Marshal(attempts)
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), a.Env())
+			cmd.Stdin = bytes.NewReader(in)
+			var out, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &stderr
+			reaped := make(chan struct{})
+			if _, err := sandbox.StartConfined(cmd, a, reaped); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			close(reaped)
+			if err != nil {
+				t.Fatalf("probe: %v\n%s", err, stderr.String())
+			}
+			var res probeResult
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("probe answer %q: %v", out.String(), err)
+			}
+			if !res.Confined || !res.Report.Launched || res.Report.Reexec || !res.Report.NoNewPrivs || !res.Report.Landlock || res.Report.ABI != abi {
+				t.Fatalf("probe report %+v", res.Report)
+			}
+			for i, o := range res.Outcomes {
+				if o.Result != cases[i].want {
+					t.Errorf("%s %s: %s, want %s", o.Op, o.Target, o.Result, cases[i].want)
+				}
+			}
+		})
+	}
+}
