@@ -37,6 +37,8 @@ type Config struct {
 	StandbyWorkers   int
 	Worker           string
 	AuditDB          string
+	Replicate        string
+	Litestream       string
 	RG               string
 	Sandbox          bool
 	Verbose          bool
@@ -108,6 +110,8 @@ func options() []option {
 		intOption("standby-workers", "MCP_SQLITE_STANDBY_WORKERS", "1", "workers started ahead so spawning is off the call path (0 turns it off)", 0, 16, func(c *Config, n int) { c.StandbyWorkers = n }),
 		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
 		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
+		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (README: Replication)", func(c *Config, v string) { c.Replicate = v }),
+		stringOption("litestream", []string{"MCP_SQLITE_LITESTREAM"}, "litestream", "Litestream binary for --replicate", func(c *Config, v string) { c.Litestream = v }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
 		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
 			switch strings.ToLower(v) {

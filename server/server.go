@@ -92,6 +92,12 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("mark %s as in use: %w", abs, err)
 	}
 	s.closers = append(s.closers, hold)
+	// After the database is open (and created), so that Litestream finds it
+	// in WAL mode; closed after it, so that its final sync sees every write.
+	if err := s.startReplication(ctx, hold); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if cfg.Sandbox {
 		log.Debug("worker sandbox on")
 	} else {
