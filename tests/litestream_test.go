@@ -419,6 +419,12 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	if !strings.Contains(text, "# checkpoint 1 |") || !strings.Contains(text, "| chain ok (10 events)") {
 		t.Fatalf("get_resume_context on machine B:\n%s", text)
 	}
+	// Litestream's own tables are marked as system tables and no tool may
+	// change them: dropping one would stop its checkpoints.
+	if tables := b.ok("list_tables", nil); !strings.Contains(tables, "\n_litestream_lock,table,1,") || !strings.Contains(tables, "\n_litestream_seq,table,1,") {
+		t.Fatalf("list_tables on a replicated database:\n%s", tables)
+	}
+	b.fails("destructive_query", map[string]any{"query": "DROP TABLE _litestream_lock", "reason": "looks unused"}, "POLICY_VIOLATION")
 	b.appendEvents("on machine B", 5)
 	b.stop()
 	chainB := readChain(t, dbB)
