@@ -403,18 +403,20 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	a.stop()
 	chainA := readChain(t, dbA)
 
+	// Machine B has its own config (its own path, the same replica) and
+	// restores with it, as the README does; the folder does not exist yet.
 	dirB := filepath.Join(root, "machine-b")
-	dbB := filepath.Join(dirB, "memory.db")
-	if err := os.MkdirAll(dirB, 0o755); err != nil {
-		t.Fatal(err)
+	dbB := filepath.Join(dirB, "data", "memory.db")
+	configB := writeLitestreamConfig(t, t.TempDir(), dbB, replica, true)
+	if out, err := exec.Command(bin, "restore", "-config", configB, dbB).CombinedOutput(); err != nil {
+		t.Fatalf("litestream restore -config %s %s: %v\n%s", configB, dbB, err, out)
 	}
-	restoreLatest(t, bin, replica, dbB)
 	if v := verifyDB(t, dbB); v.Events != len(chainA) || v.HeadHash != chainA[len(chainA)-1].Hash {
 		t.Fatalf("restored on B: %+v, want machine A's head %d %s", v, len(chainA), chainA[len(chainA)-1].Hash)
 	}
 	samePrefix(t, "restored on B", readChain(t, dbB), chainA)
 
-	b := startReplicated(t, bin, dbB, writeLitestreamConfig(t, dirB, dbB, replica, true))
+	b := startReplicated(t, bin, dbB, configB)
 	text := b.ok("get_resume_context", nil)
 	if !strings.Contains(text, "# checkpoint 1 |") || !strings.Contains(text, "| chain ok (10 events)") {
 		t.Fatalf("get_resume_context on machine B:\n%s", text)
@@ -433,9 +435,6 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	}
 
 	restoredC := filepath.Join(root, "machine-c", "memory.db")
-	if err := os.MkdirAll(filepath.Dir(restoredC), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	restoreLatest(t, bin, replica, restoredC)
 	if v := verifyDB(t, restoredC); v.Events != 15 {
 		t.Fatalf("restored on C: %+v, want 15 events", v)
@@ -672,6 +671,43 @@ func TestLitestreamTwoServersOneReplicator(t *testing.T) {
 		t.Fatalf("restored: %+v, want 8 events", v)
 	}
 	samePrefix(t, "restored", readChain(t, restored), readChain(t, db))
+}
+
+// TestLitestreamReadonlyAuditDB: in the readonly profile --replicate
+// replicates the --audit-db file, and the read-only database stays
+// byte-identical, with nothing new in its folder.
+func TestLitestreamReadonlyAuditDB(t *testing.T) {
+	t.Parallel()
+	bin := litestreamBin(t)
+	dir := t.TempDir()
+	shopDir := filepath.Join(dir, "data")
+	shop := filepath.Join(shopDir, "shop.db")
+	if err := os.MkdirAll(shopDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(serverBin, "sample-db", shop).CombinedOutput(); err != nil {
+		t.Fatalf("sample-db: %v\n%s", err, out)
+	}
+	before := fileState(t, shop)
+	audit := filepath.Join(dir, "audit", "shop-audit.db")
+	replica := filepath.Join(dir, "replica")
+	config := writeLitestreamConfig(t, dir, audit, replica, true)
+
+	srv := startReplicated(t, bin, shop, config, "--profile", "readonly", "--audit-db", audit)
+	srv.ok("list_tables", nil)
+	srv.ok("query_database", map[string]any{"sql": "SELECT count(*) AS n FROM customers"})
+	srv.call("query_database", map[string]any{"sql": "DELETE FROM customers"}) // refused, and audited
+	srv.stop()
+
+	restored := filepath.Join(t.TempDir(), "audit.db")
+	restoreLatest(t, bin, replica, restored)
+	all, failed := auditRows(t, restored)
+	if all != 3 || failed != 1 {
+		t.Fatalf("restored audit file: %d rows, %d failed; want 3 and 1", all, failed)
+	}
+	if after := fileState(t, shop); after != before {
+		t.Fatalf("the read-only database or its folder changed: %s -> %s", before, after)
+	}
 }
 
 // TestReplicateConfigErrors: a config that does not replicate exactly the
