@@ -42,9 +42,9 @@ const replicatorLockName = "mcp-sqlite-memory-replicator.lock"
 // replication runs `litestream replicate` beside the server (--replicate).
 // Litestream is a child of the server, not the other way round, because
 // Litestream's -exec gives its child /dev/null as stdin, which ends an MCP
-// session at once. The server owns stdin and stdout; Litestream gets the
-// server's stderr for both of its outputs, so no config can put a log line
-// into the protocol stream.
+// session at once. The server owns stdin and stdout; Litestream's output is
+// relayed to the server's stderr, so no config can put a log line into the
+// protocol stream.
 //
 // Litestream runs under a guard: this binary re-run as `litestream-guard`
 // (see RunLitestreamGuard), whose stdin is a pipe from the server. When the
@@ -113,7 +113,9 @@ func (s *Server) startReplication(ctx context.Context, hold *os.File) error {
 		return err
 	}
 
-	dir := litestreamMetaDir(want[0])
+	// Beside the file's real path, so that servers reaching it through
+	// different symbolic links still share one lock.
+	dir := litestreamMetaDir(canonicalPath(want[0]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--replicate: %w", err)
 	}
