@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ var (
 	// over.
 	ReplicatorPoll = time.Second
 )
+
+// execKey finds a top-level exec: entry in a Litestream config.
+var execKey = regexp.MustCompile(`(?m)^exec[ \t]*:`)
 
 // replicatorLockName is the file, inside Litestream's state folder, that
 // one server at a time holds exclusively while its Litestream runs: two
@@ -98,8 +102,12 @@ func (s *Server) startReplication(ctx context.Context, hold *os.File) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(config); err != nil {
+	text, err := os.ReadFile(config)
+	if err != nil {
 		return &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
+	}
+	if execKey.Match(text) {
+		return &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
 	}
 	bin, err := exec.LookPath(s.cfg.Litestream)
 	if err != nil {

@@ -87,3 +87,20 @@ func TestLossyWriterNeverFails(t *testing.T) {
 		t.Fatalf("%d writes passed on, want 3", w.n)
 	}
 }
+
+func TestExecKey(t *testing.T) {
+	for text, want := range map[string]bool{
+		"exec: mcp-sqlite-memory --db m.db\n":       true,
+		"dbs:\n  - path: /m.db\nexec : sleep 1\n":   true,
+		"dbs:\n  - path: /m.db\n":                   false,
+		"# exec: commented out\n":                   false,
+		"dbs:\n  - path: /m.db\n    exec: nested\n": false,
+		"logging:\n  stderr: true\nexecutable: x\n": false,
+	} {
+		t.Run(text, func(t *testing.T) {
+			if got := execKey.MatchString(text); got != want {
+				t.Fatalf("execKey on %q = %v", text, got)
+			}
+		})
+	}
+}

@@ -739,6 +739,10 @@ func TestReplicateConfigErrors(t *testing.T) {
 	if err := os.WriteFile(both, []byte(bothYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	withExec := filepath.Join(dir, "exec.yml")
+	if err := os.WriteFile(withExec, []byte("exec: mcp-sqlite-memory --db memory.db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	broken := filepath.Join(dir, "broken.yml")
 	if err := os.WriteFile(broken, []byte("dbs:\n  - path: [\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -750,6 +754,7 @@ func TestReplicateConfigErrors(t *testing.T) {
 	}{
 		{"config lists another database", []string{"--db", db, "--replicate", other}, "does not replicate " + db},
 		{"config is not YAML", []string{"--db", db, "--replicate", broken}, "Litestream refuses"},
+		{"config runs a command", []string{"--db", db, "--replicate", withExec}, "has an exec: entry"},
 		{"config file missing", []string{"--db", db, "--replicate", filepath.Join(dir, "nope.yml")}, "cannot read the Litestream config"},
 		{"readonly profile without an audit file", []string{"--profile", "readonly", "--db", shop, "--replicate", shopConfig}, "writes nothing to replicate"},
 		{"audit file missing from the config", []string{"--profile", "readonly", "--db", shop, "--audit-db", audit, "--replicate", shopConfig}, "does not replicate " + audit},
