@@ -3,14 +3,17 @@ package server
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -80,47 +83,70 @@ type replication struct {
 	loopDone chan struct{}
 }
 
-// startReplication starts Litestream when --replicate is set, after checking
-// with `litestream databases` that its config replicates exactly the files
-// this server writes. Without --replicate it only says so when the database
-// carries Litestream state, as a reminder that nothing here replicates it.
-func (s *Server) startReplication(ctx context.Context, hold *os.File) error {
-	log := s.log.Named("replication")
-	want := s.writtenFiles()
+// replicationPlan is what --replicate checked before the server opened
+// anything.
+type replicationPlan struct {
+	bin, config string
+	dbs         []string // the files this server writes, all listed in config
+}
+
+// planReplication checks --replicate before the server opens or creates any
+// file, so that a bad setting leaves nothing behind: the Litestream binary,
+// a config that `litestream databases` reads and that lists exactly the
+// files this server writes, and no fresh file about to overwrite a
+// replica's newest state. It returns nil without --replicate.
+func (s *Server) planReplication(ctx context.Context) (*replicationPlan, error) {
 	if s.cfg.Replicate == "" {
-		for _, db := range want {
+		return nil, nil
+	}
+	want := s.writtenFiles()
+	if len(want) == 0 {
+		return nil, &UsageError{"--replicate: the readonly profile writes nothing to replicate but its --audit-db file\nTry: --audit-db ./audit.db (and list it in the Litestream config), or drop --replicate"}
+	}
+	config, err := filepath.Abs(s.cfg.Replicate)
+	if err != nil {
+		return nil, err
+	}
+	text, err := os.ReadFile(config)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
+	}
+	if execKey.Match(text) {
+		return nil, &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
+	}
+	bin, err := exec.LookPath(s.cfg.Litestream)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream not found (%v)\nTry: go install github.com/benbjohnson/litestream/cmd/litestream@%s, then --litestream PATH if it is not on PATH", err, LitestreamVersion)}
+	}
+	listed, err := litestreamDatabases(ctx, bin, config)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkListed(config, listed, want, s.dbPath); err != nil {
+		return nil, err
+	}
+	for _, db := range want {
+		if err := checkOrigin(ctx, bin, config, db); err != nil {
+			return nil, err
+		}
+	}
+	return &replicationPlan{bin: bin, config: config, dbs: want}, nil
+}
+
+// startReplication starts Litestream as planned, once the server's files
+// are open. Without a plan it only speaks up when the database carries
+// Litestream state, as a reminder that nothing here replicates it.
+func (s *Server) startReplication(plan *replicationPlan, hold *os.File) error {
+	log := s.log.Named("replication")
+	if plan == nil {
+		for _, db := range s.writtenFiles() {
 			if dir := litestreamMetaDir(db); isDir(dir) {
 				log.Info("this database has Litestream state but --replicate is not set: it is replicated only if a Litestream service runs beside this server", "db", db, "litestream_state", dir)
 			}
 		}
 		return nil
 	}
-	if len(want) == 0 {
-		return &UsageError{"--replicate: the readonly profile writes nothing to replicate but its --audit-db file\nTry: --audit-db ./audit.db (and list it in the Litestream config), or drop --replicate"}
-	}
-	config, err := filepath.Abs(s.cfg.Replicate)
-	if err != nil {
-		return err
-	}
-	text, err := os.ReadFile(config)
-	if err != nil {
-		return &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
-	}
-	if execKey.Match(text) {
-		return &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
-	}
-	bin, err := exec.LookPath(s.cfg.Litestream)
-	if err != nil {
-		return &UsageError{fmt.Sprintf("--replicate: Litestream not found (%v)\nTry: go install github.com/benbjohnson/litestream/cmd/litestream@%s, then --litestream PATH if it is not on PATH", err, LitestreamVersion)}
-	}
-	listed, err := litestreamDatabases(ctx, bin, config)
-	if err != nil {
-		return err
-	}
-	if err := checkListed(config, listed, want, s.dbPath); err != nil {
-		return err
-	}
-
+	bin, config, want := plan.bin, plan.config, plan.dbs
 	// Beside the file's real path, so that servers reaching it through
 	// different symbolic links still share one lock.
 	dir := litestreamMetaDir(canonicalPath(want[0]))
@@ -167,6 +193,60 @@ func checkListed(config string, listed, want []string, readonlyDB string) error 
 		return &UsageError{fmt.Sprintf("--replicate: %s also lists %s; the server runs Litestream for its own files only (%s)\nTry: one config per server; replicate other databases with a Litestream service of their own", config, db, strings.Join(want, ", "))}
 	}
 	return nil
+}
+
+// checkOrigin refuses to replicate a file that has nothing to do with a
+// replica that already holds a database: a file that was never replicated
+// from this path (no Litestream state folder beside it) and never restored
+// from a replica (no _litestream_seq table in it). That is a new machine
+// started before its restore, or a second machine with a memory of its own
+// pointed at the same replica: the file would become the replica's newest
+// state, and the memory there would survive only in the replica's history
+// until retention removes it. A snapshot restored over a file that was
+// replicated before keeps its state folder and passes.
+func checkOrigin(ctx context.Context, bin, config, db string) error {
+	if isDir(litestreamMetaDir(db)) || isDir(litestreamMetaDir(canonicalPath(db))) {
+		return nil
+	}
+	if _, err := os.Stat(db); err == nil {
+		restored, err := hasReplicationTables(ctx, db)
+		if err != nil || restored {
+			return err
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "ltx", "-config", config, "-json", "-level", "all", db)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("--replicate: list the replica of %s: %v: %s", db, err, strings.TrimSpace(stderr.String()))
+	}
+	var files []json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &files); err != nil {
+		return fmt.Errorf("--replicate: unexpected output of litestream ltx (Litestream %s expected): %w", LitestreamVersion, err)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return &UsageError{fmt.Sprintf("--replicate: the replica of %s already holds a database, and this file was never replicated from here nor restored from it: replicating it would make it the replica's newest state\nTry: litestream restore -config %s %s   (move an existing file away first), or give this database a replica of its own", db, config, db)}
+}
+
+// hasReplicationTables reports whether Litestream has ever replicated the
+// file: it adds _litestream_seq, which a restore from a replica carries.
+func hasReplicationTables(ctx context.Context, path string) (bool, error) {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
+	if runtime.GOOS == "windows" && !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '_litestream_seq'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("--replicate: read %s: %w", path, err)
+	}
+	return n > 0, nil
 }
 
 // writtenFiles are the files this server writes: the memory database, or

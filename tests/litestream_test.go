@@ -416,6 +416,30 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	dirB := filepath.Join(root, "machine-b")
 	dbB := filepath.Join(dirB, "data", "memory.db")
 	configB := writeLitestreamConfig(t, t.TempDir(), dbB, replica, true)
+	// Started before the restore, the server refuses: its fresh file would
+	// become the replica's newest state. It creates nothing.
+	txid := maxTXID(t, bin, replica)
+	early := exec.Command(serverBin, "--db", dbB, "--replicate", configB, "--litestream", bin)
+	early.Stdin = strings.NewReader("")
+	if out, err := early.CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "already holds a database") || !strings.Contains(string(out), "litestream restore -config") {
+		t.Fatalf("a fresh file against a replica that holds a database: exit %d:\n%s", exitCode(err), out)
+	}
+	if _, err := os.Stat(dbB); !os.IsNotExist(err) {
+		t.Fatalf("the refused start created %s (%v)", dbB, err)
+	}
+	// Likewise a second machine with a memory of its own pointed at the
+	// same replica.
+	other := filepath.Join(root, "machine-d", "memory.db")
+	if out, err := exec.Command(serverBin, "call", "--db", other, "append_event", `{"content":"machine D's own memory"}`).CombinedOutput(); err != nil {
+		t.Fatalf("call: %v\n%s", err, out)
+	}
+	otherCfg := writeLitestreamConfig(t, t.TempDir(), other, replica, true)
+	if out, err := exec.Command(serverBin, "call", "--db", other, "--replicate", otherCfg, "--litestream", bin, "verify_chain").CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "already holds a database") {
+		t.Fatalf("another memory against a replica that holds one: exit %d:\n%s", exitCode(err), out)
+	}
+	if got := maxTXID(t, bin, replica); got != txid {
+		t.Fatalf("the refused starts changed the replica: txid %s -> %s", txid, got)
+	}
 	if out, err := exec.Command(bin, "restore", "-config", configB, dbB).CombinedOutput(); err != nil {
 		t.Fatalf("litestream restore -config %s %s: %v\n%s", configB, dbB, err, out)
 	}
