@@ -124,12 +124,9 @@ func startReplicated(t *testing.T, bin, db, config string, flags ...string) *rep
 	r := &replicated{stderr: stderr, exited: make(chan struct{}), hangUp: func() { hangUp.Do(func() { errRead.Close() }) }}
 	go func() { _ = cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
-		for _, pid := range r.pids(guardPIDRE) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		for _, pid := range r.pids(litestreamPIDRE) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		// Nothing may still write into the test's folders when they are
+		// removed: not the guard's final sync either.
+		killAndWait(t, append(r.pids(guardPIDRE), r.pids(litestreamPIDRE)...)...)
 		_ = cmd.Process.Kill()
 		<-r.exited
 		r.hangUp()
@@ -167,6 +164,34 @@ func (r *replicated) pids(re *regexp.Regexp) []int {
 		}
 	}
 	return pids
+}
+
+// killAndWait kills the processes with SIGKILL and waits until each is
+// gone or a zombie (a killed server's descendants are reparented, and the
+// container's init may not reap them).
+func killAndWait(t *testing.T, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(shutdownWait)
+	for _, pid := range pids {
+		for {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil && syscall.Kill(pid, 0) != nil {
+				break // gone (or no /proc here and no such process)
+			}
+			// "pid (comm) S ...": the state follows the last ')'.
+			if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("process %d still runs %s after SIGKILL", pid, shutdownWait)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // litestreamPID is the pid of the server's Litestream, from its log.
@@ -322,8 +347,8 @@ func samePrefix(t *testing.T, what string, got, want []chainEvent) {
 
 // TestLitestreamCrashRestore is the first case: events and a
 // checkpoint are appended under --replicate, the replica catches up (one
-// sync interval, waited for), a few more events follow, then Litestream and
-// the server are killed with SIGKILL, as a machine that dies. A restore
+// sync interval, waited for), a few more events follow, then Litestream,
+// its guard and the server are killed with SIGKILL, as a machine that dies. A restore
 // into a fresh folder verifies; it holds every event up to the last sync
 // with the same hashes, the checkpoint anchored, and of the later events
 // exactly an unbroken prefix: the chain shows what arrived.
@@ -342,10 +367,10 @@ func TestLitestreamCrashRestore(t *testing.T) {
 	waitReplicaHead(t, bin, replica, synced)
 	srv.appendEvents("in the last sync interval", late)
 
-	// The machine dies: Litestream first, so that it cannot sync again.
-	if err := syscall.Kill(srv.litestreamPID(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	// The machine dies: the guard and Litestream first, so that neither
+	// can sync again, then the server.
+	litestream := srv.litestreamPID() // logged by the guard, after guard_pid
+	killAndWait(t, srv.pids(guardPIDRE)[0], litestream)
 	if err := srv.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
