@@ -437,6 +437,8 @@ func (a *Authorizer) write(action int, table, trigger string) *Violation {
 	switch {
 	case IsProtected(table):
 		return a.protected(table, trigger)
+	case IsReplicationTable(table):
+		return a.replication(actionWord(action), table, trigger)
 	case isSchemaTable(table):
 		// DDL bookkeeping, reported before the DDL action itself; SQLite
 		// refuses direct writes ("may not be modified") without
@@ -477,6 +479,9 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 	if action != ActionReindex && action != ActionAnalyze {
 		if IsProtected(object) {
 			return a.protected(object, trigger)
+		}
+		if IsReplicationTable(object) {
+			return a.replication(what, object, trigger)
 		}
 		// Agent SQL cannot CREATE TABLE sqlite_*: SQLite refuses the name
 		// before asking, so such a CREATE is SQLite's own upkeep (ANALYZE,

@@ -84,6 +84,12 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now())}
 	s.shutdown, s.beginShutdown = context.WithCancel(context.Background())
+	// Before anything is opened or created: a bad --replicate leaves no file.
+	replicate, err := s.planReplication(ctx)
+	if err != nil {
+		s.beginShutdown()
+		return nil, err
+	}
 
 	if cfg.Profile == ProfileReadonly {
 		if err := s.openReadonly(ctx); err != nil {
@@ -107,6 +113,12 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("mark %s as in use: %w", abs, err)
 	}
 	s.closers = append(s.closers, hold)
+	// After the database is open (and created), so that Litestream finds it
+	// in WAL mode; closed after it, so that its final sync sees every write.
+	if err := s.startReplication(replicate, hold); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if cfg.Sandbox {
 		log.Debug("worker sandbox on")
 	} else {

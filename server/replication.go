@@ -1,0 +1,491 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// LitestreamVersion is the Litestream release the README's recipe and the
+// end-to-end tests use.
+const LitestreamVersion = "v0.5.18"
+
+// Delays of --replicate, variables so that tests can shorten them.
+var (
+	// LitestreamStopTimeout bounds each wait at shutdown: for the daemon's
+	// clean stop (its own shutdown-sync-timeout defaults to 30 s) and for
+	// the final `replicate -once`. Past it the process is killed.
+	LitestreamStopTimeout = 45 * time.Second
+	// ReplicatorPoll is how often a server whose database is already
+	// replicated by another server's Litestream checks whether it may take
+	// over.
+	ReplicatorPoll = time.Second
+)
+
+// execKey finds a top-level exec: entry in a Litestream config.
+var execKey = regexp.MustCompile(`(?m)^exec[ \t]*:`)
+
+// replicatorLockName is the file, inside Litestream's state folder, that
+// one server at a time holds exclusively while its Litestream runs: two
+// Litestream processes on one database would both write its replica.
+const replicatorLockName = "mcp-sqlite-memory-replicator.lock"
+
+// replication runs `litestream replicate` beside the server (--replicate).
+// Litestream is a child of the server, not the other way round, because
+// Litestream's -exec gives its child /dev/null as stdin, which ends an MCP
+// session at once. The server owns stdin and stdout; Litestream's output is
+// relayed to the server's stderr, so no config can put a log line into the
+// protocol stream.
+//
+// Litestream runs under a guard: this binary re-run as `litestream-guard`
+// (see RunLitestreamGuard), whose stdin is a pipe from the server. When the
+// server stops, or dies, that pipe ends, and the guard stops Litestream
+// cleanly and syncs once more. Pdeathsig cannot do this: as a dying
+// process's threads exit one by one, the kernel signals the child again
+// for each, and a second signal makes Litestream skip its final sync.
+//
+// Several servers may share one database (SPEC 5); one of them replicates
+// it at a time: the one holding the replicator lock. The others wait and
+// take over when it stops. The guard inherits the lock, and the server's
+// shared lock on the database (on Unix), so neither is released before
+// Litestream has finished, even when the server is killed.
+type replication struct {
+	log    hclog.Logger
+	bin    string
+	config string
+	dbs    []string
+	hold   *os.File // the server's shared lock on the database
+	lock   *os.File // the replicator lock file, locked or not
+
+	mu       sync.Mutex
+	locked   bool      // this server holds the replicator lock
+	guard    *exec.Cmd // once started
+	stdin    io.Closer // the guard's stdin: closing it stops replication
+	exited   chan struct{}
+	stopping bool
+	stop     chan struct{} // ends the takeover loop
+	loopDone chan struct{}
+}
+
+// replicationPlan is what --replicate checked before the server opened
+// anything.
+type replicationPlan struct {
+	bin, config string
+	dbs         []string // the files this server writes, all listed in config
+}
+
+// planReplication checks --replicate before the server opens or creates any
+// file, so that a bad setting leaves nothing behind: the Litestream binary,
+// a config that `litestream databases` reads and that lists exactly the
+// files this server writes, and no fresh file about to overwrite a
+// replica's newest state. It returns nil without --replicate.
+func (s *Server) planReplication(ctx context.Context) (*replicationPlan, error) {
+	if s.cfg.Replicate == "" {
+		return nil, nil
+	}
+	want := s.writtenFiles()
+	if len(want) == 0 {
+		return nil, &UsageError{"--replicate: the readonly profile writes nothing to replicate but its --audit-db file\nTry: --audit-db ./audit.db (and list it in the Litestream config), or drop --replicate"}
+	}
+	config, err := filepath.Abs(s.cfg.Replicate)
+	if err != nil {
+		return nil, err
+	}
+	text, err := os.ReadFile(config)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
+	}
+	if execKey.Match(text) {
+		return nil, &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
+	}
+	bin, err := exec.LookPath(s.cfg.Litestream)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream not found (%v)\nTry: go install github.com/benbjohnson/litestream/cmd/litestream@%s, then --litestream PATH if it is not on PATH", err, LitestreamVersion)}
+	}
+	listed, err := litestreamDatabases(ctx, bin, config)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkListed(config, listed, want, s.dbPath); err != nil {
+		return nil, err
+	}
+	for _, db := range want {
+		if err := checkOrigin(ctx, bin, config, db); err != nil {
+			return nil, err
+		}
+	}
+	return &replicationPlan{bin: bin, config: config, dbs: want}, nil
+}
+
+// startReplication starts Litestream as planned, once the server's files
+// are open. Without a plan it only speaks up when the database carries
+// Litestream state, as a reminder that nothing here replicates it.
+func (s *Server) startReplication(plan *replicationPlan, hold *os.File) error {
+	log := s.log.Named("replication")
+	if plan == nil {
+		for _, db := range s.writtenFiles() {
+			if dir := litestreamMetaDir(db); isDir(dir) {
+				log.Info("this database has Litestream state but --replicate is not set: it is replicated only if a Litestream service runs beside this server", "db", db, "litestream_state", dir)
+			}
+		}
+		return nil
+	}
+	bin, config, want := plan.bin, plan.config, plan.dbs
+	// Beside the file's real path, so that servers reaching it through
+	// different symbolic links still share one lock.
+	dir := litestreamMetaDir(canonicalPath(want[0]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--replicate: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, replicatorLockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("--replicate: %w", err)
+	}
+	r := &replication{log: log, bin: bin, config: config, dbs: want, hold: hold, lock: lock,
+		stop: make(chan struct{}), loopDone: make(chan struct{})}
+	s.closers = append(s.closers, r)
+	if err := r.tryStart(); err != nil {
+		close(r.loopDone)
+		return err
+	}
+	if r.running() {
+		close(r.loopDone)
+	} else {
+		log.Info("another server on this database runs Litestream; it replicates this server's writes too, and this server takes over when it stops", "db", strings.Join(want, ","))
+		go r.takeOver()
+	}
+	return nil
+}
+
+// checkListed insists that the config replicates exactly the files this
+// server writes: a database listed beyond them would get a second
+// Litestream from another server, and the readonly profile's database must
+// never be written (Litestream switches a database to WAL and adds tables).
+func checkListed(config string, listed, want []string, readonlyDB string) error {
+	for _, db := range want {
+		if !containsFile(listed, db) {
+			return &UsageError{fmt.Sprintf("--replicate: %s does not replicate %s (it lists %s)\nTry: list it under dbs: in the config:\n  - path: %s\n    replica:\n      url: file:///path/to/replica", config, db, listOrNone(listed), db)}
+		}
+	}
+	for _, db := range listed {
+		if containsFile(want, db) {
+			continue
+		}
+		if canonicalPath(db) == canonicalPath(readonlyDB) {
+			return &UsageError{fmt.Sprintf("--replicate: %s lists the read-only database %s; Litestream writes to every database it replicates (WAL mode, its own tables)\nTry: replicate only the --audit-db file", config, db)}
+		}
+		return &UsageError{fmt.Sprintf("--replicate: %s also lists %s; the server runs Litestream for its own files only (%s)\nTry: one config per server; replicate other databases with a Litestream service of their own", config, db, strings.Join(want, ", "))}
+	}
+	return nil
+}
+
+// checkOrigin refuses to replicate a file that has nothing to do with a
+// replica that already holds a database: a file that was never replicated
+// from this path (no Litestream state folder beside it) and never restored
+// from a replica (no _litestream_seq table in it). That is a new machine
+// started before its restore, or a second machine with a memory of its own
+// pointed at the same replica: the file would become the replica's newest
+// state, and the memory there would survive only in the replica's history
+// until retention removes it. A snapshot restored over a file that was
+// replicated before keeps its state folder and passes.
+func checkOrigin(ctx context.Context, bin, config, db string) error {
+	if isDir(litestreamMetaDir(db)) || isDir(litestreamMetaDir(canonicalPath(db))) {
+		return nil
+	}
+	if _, err := os.Stat(db); err == nil {
+		restored, err := hasReplicationTables(ctx, db)
+		if err != nil || restored {
+			return err
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "ltx", "-config", config, "-json", "-level", "all", db)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("--replicate: list the replica of %s: %v: %s", db, err, strings.TrimSpace(stderr.String()))
+	}
+	var files []json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &files); err != nil {
+		return fmt.Errorf("--replicate: unexpected output of litestream ltx (Litestream %s expected): %w", LitestreamVersion, err)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return &UsageError{fmt.Sprintf("--replicate: the replica of %s already holds a database, and this file was never replicated from here nor restored from it: replicating it would make it the replica's newest state\nTry: litestream restore -config %s %s   (move an existing file away first), or give this database a replica of its own", db, config, db)}
+}
+
+// hasReplicationTables reports whether Litestream has ever replicated the
+// file: it adds _litestream_seq, which a restore from a replica carries.
+func hasReplicationTables(ctx context.Context, path string) (bool, error) {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
+	if runtime.GOOS == "windows" && !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '_litestream_seq'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("--replicate: read %s: %w", path, err)
+	}
+	return n > 0, nil
+}
+
+// writtenFiles are the files this server writes: the memory database, or
+// the readonly profile's --audit-db file (if any).
+func (s *Server) writtenFiles() []string {
+	if s.cfg.Profile != ProfileReadonly {
+		return []string{s.dbPath}
+	}
+	if s.cfg.AuditDB == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(s.cfg.AuditDB)
+	if err != nil {
+		return nil
+	}
+	return []string{abs}
+}
+
+// litestreamDatabases runs `litestream databases -json`, which reads and
+// validates the config exactly as `replicate` will, and returns the paths.
+func litestreamDatabases(ctx context.Context, bin, config string) ([]string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "databases", "-config", config, "-json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see README, Replication)", config, msg, config, LitestreamVersion)}
+	}
+	var dbs []struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &dbs); err != nil {
+		return nil, fmt.Errorf("--replicate: unexpected output of litestream databases (Litestream %s expected): %w", LitestreamVersion, err)
+	}
+	var paths []string
+	for _, d := range dbs {
+		if d.Path != "" && !slices.Contains(paths, d.Path) {
+			paths = append(paths, d.Path)
+		}
+	}
+	return paths, nil
+}
+
+// containsFile reports whether list names file, comparing absolute paths
+// with symbolic links resolved where the files exist.
+func containsFile(list []string, file string) bool {
+	want := canonicalPath(file)
+	for _, p := range list {
+		if canonicalPath(p) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func canonicalPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	return filepath.Clean(p)
+}
+
+func listOrNone(list []string) string {
+	if len(list) == 0 {
+		return "no database by path"
+	}
+	return strings.Join(list, ", ")
+}
+
+// litestreamMetaDir is where Litestream v0.5 keeps a database's local
+// state: ".<name>-litestream" beside it.
+func litestreamMetaDir(db string) string {
+	return filepath.Join(filepath.Dir(db), "."+filepath.Base(db)+"-litestream")
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// tryStart takes the replicator lock if it is free and starts the guard.
+// Without the lock it does nothing and returns nil.
+func (r *replication) tryStart() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping || r.guard != nil {
+		return nil
+	}
+	if !r.locked {
+		if err := lockFile(r.lock, true); errors.Is(err, errHeld) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("--replicate: lock %s: %w", r.lock.Name(), err)
+		}
+		r.locked = true
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--replicate: cannot find my own executable to run the Litestream guard: %w", err)
+	}
+	guard := exec.Command(self, GuardCommand, r.bin, r.config)
+	guard.Stdout, guard.Stderr = os.Stderr, os.Stderr
+	stdin, err := guard.StdinPipe()
+	if err != nil {
+		return err
+	}
+	prepareLitestream(guard, r.hold, r.lock)
+	if err := guard.Start(); err != nil {
+		return fmt.Errorf("--replicate: start the Litestream guard: %w", err)
+	}
+	r.guard, r.stdin, r.exited = guard, stdin, make(chan struct{})
+	go r.wait(guard, r.exited)
+	r.log.Info("replicating with Litestream; it is stopped with a final sync when this server stops",
+		"db", strings.Join(r.dbs, ","), "config", r.config, "litestream", r.bin, "guard_pid", guard.Process.Pid)
+	return nil
+}
+
+func (r *replication) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.guard != nil
+}
+
+// takeOver waits for the replicator lock and starts Litestream once it is
+// free: the server that held it has stopped, and its Litestream with it.
+func (r *replication) takeOver() {
+	defer close(r.loopDone)
+	t := time.NewTicker(ReplicatorPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		if err := r.tryStart(); err != nil {
+			r.log.Error("cannot take over replication; this server's writes reach the replica through the next server that runs Litestream", "error", err)
+			return
+		}
+		if r.running() {
+			r.log.Info("took over replication from a server that stopped")
+			return
+		}
+	}
+}
+
+// wait reaps the guard. It exits by itself only when Litestream has
+// exited, which deserves a loud error: the database is then no longer
+// replicated.
+func (r *replication) wait(guard *exec.Cmd, exited chan struct{}) {
+	err := guard.Wait()
+	r.mu.Lock()
+	stopping := r.stopping
+	r.mu.Unlock()
+	close(exited)
+	if !stopping {
+		r.log.Error("Litestream exited: the database is NO LONGER REPLICATED; its own messages are above in this log; restart the MCP session once the config is fixed",
+			"db", strings.Join(r.dbs, ","), "status", exitStatus(err))
+	}
+}
+
+// Close ends replication when the server has closed its own connections:
+// it closes the guard's stdin, and the guard stops Litestream (which syncs
+// what is left) and runs `litestream replicate -once`. A server that never
+// got the replicator lock makes one last attempt for it and syncs once if
+// it gets it; if another server still holds it, that server's Litestream
+// syncs these writes too.
+func (r *replication) Close() error {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopping = true
+	guard, stdin, exited := r.guard, r.stdin, r.exited
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.loopDone
+	defer r.lock.Close()
+
+	if guard != nil {
+		_ = stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(2*LitestreamStopTimeout + 10*time.Second):
+			// The guard bounds its own waits; this is a backstop.
+			r.log.Error("the Litestream guard did not finish; killed", "guard_pid", guard.Process.Pid)
+			_ = guard.Process.Kill()
+			<-exited
+		}
+		return nil
+	}
+	if lockFile(r.lock, true) != nil {
+		r.log.Info("another server's Litestream replicates this database; it syncs this session's writes")
+		return nil
+	}
+	litestreamOnce(r.bin, r.config, r.log, os.Stderr, r.hold, r.lock)
+	return nil
+}
+
+// litestreamOnce runs `litestream replicate -once`, which opens every
+// database of the config, syncs it to its replica and exits.
+func litestreamOnce(bin, config string, log hclog.Logger, out io.Writer, locks ...*os.File) {
+	cmd := exec.Command(bin, "replicate", "-config", config, "-once", "-log-level", "warn")
+	cmd.Stdout, cmd.Stderr = out, out
+	prepareLitestream(cmd, locks...)
+	if err := cmd.Start(); err != nil {
+		log.Error("final sync: cannot start Litestream; the last writes reach the replica when the next session starts", "error", err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(LitestreamStopTimeout):
+		_ = cmd.Process.Kill()
+		err = fmt.Errorf("no answer after %s; killed: %w", LitestreamStopTimeout, <-done)
+	}
+	if err != nil {
+		log.Error("final sync failed; the last writes reach the replica when the next session starts; Litestream's messages are above", "status", exitStatus(err))
+		return
+	}
+	log.Info("final sync done: the replica has every write so far", "config", config)
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ProcessState.String()
+	}
+	return err.Error()
+}
