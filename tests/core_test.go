@@ -10,35 +10,56 @@ import (
 	"time"
 )
 
+// TestToolsAndAnnotations reads tools/list as a host does: every tool has a
+// title and honest hints (destructive when it may overwrite or remove
+// data), and a closed input schema.
 func TestToolsAndAnnotations(t *testing.T) {
-	s := start(t, newDB(t))
+	t.Parallel()
+	s := start(t, newDB(t), "--max-rows", "300")
 	res, err := s.c.ListTools(t.Context(), mcpListTools())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{ // tool -> readOnlyHint
-		"read_query": true, "write_query": false, "destructive_query": false, "list_tables": true,
-		"describe_table": true, "get_schema": true, "create_view": false, "append_event": false,
-		"verify_chain": true, "checkpoint": false, "get_resume_context": true, "search_text": true,
+	type hints struct{ readOnly, destructive bool }
+	want := map[string]hints{
+		"read_query": {true, false}, "write_query": {false, true}, "destructive_query": {false, true}, "list_tables": {true, false},
+		"describe_table": {true, false}, "get_schema": {true, false}, "create_view": {false, true}, "append_event": {false, false},
+		"verify_chain": {true, false}, "checkpoint": {false, false}, "get_resume_context": {true, false}, "search_text": {true, false},
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
 	}
 	for _, tool := range res.Tools {
-		ro, ok := want[tool.Name]
+		w, ok := want[tool.Name]
 		if !ok {
 			t.Errorf("unexpected tool %s", tool.Name)
 			continue
 		}
 		a := tool.Annotations
-		if a.ReadOnlyHint == nil || *a.ReadOnlyHint != ro || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || a.IdempotentHint == nil {
+		if a.ReadOnlyHint == nil || *a.ReadOnlyHint != w.readOnly || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || a.IdempotentHint == nil {
 			t.Errorf("%s: annotations %+v", tool.Name, a)
+			continue
 		}
-		if (tool.Name == "destructive_query") != *a.DestructiveHint {
-			t.Errorf("%s: destructiveHint %v", tool.Name, *a.DestructiveHint)
+		if *a.DestructiveHint != w.destructive {
+			t.Errorf("%s: destructiveHint %v, want %v", tool.Name, *a.DestructiveHint, w.destructive)
+		}
+		if tool.Title == "" || a.Title != tool.Title {
+			t.Errorf("%s: title %q, annotations.title %q", tool.Name, tool.Title, a.Title)
+		}
+		if tool.InputSchema.AdditionalProperties != false {
+			t.Errorf("%s: additionalProperties %v, want false", tool.Name, tool.InputSchema.AdditionalProperties)
 		}
 		if len(tool.Description) < 60 {
 			t.Errorf("%s: description too thin for an agent: %q", tool.Name, tool.Description)
+		}
+	}
+	// The bounds come from the live configuration.
+	for _, tool := range res.Tools {
+		if tool.Name == "read_query" {
+			limit, _ := tool.InputSchema.Properties["limit"].(map[string]any)
+			if limit["minimum"] != 1.0 || limit["maximum"] != 300.0 || limit["default"] != 100.0 {
+				t.Errorf("read_query limit schema %v, want minimum 1, maximum 300 (--max-rows), default 100", limit)
+			}
 		}
 	}
 }
