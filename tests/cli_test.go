@@ -12,9 +12,7 @@ import (
 )
 
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the demo runs a whole scripted session")
-	}
+	t.Parallel()
 	keep := filepath.Join(t.TempDir(), "demo")
 	out, err := exec.Command(serverBin, "demo", "--keep", keep).CombinedOutput()
 	if err != nil {
@@ -49,6 +47,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestCallCommand(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command(serverBin, append([]string{"call", "--db", db}, args...)...)
@@ -123,6 +122,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		code int
@@ -150,6 +150,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
@@ -188,6 +189,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestSubcommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"demo", "sample-db", "call", "verify", "restore", "worker", "eval", "version"} {
 		t.Run(sub, func(t *testing.T) {
 			out, err := exec.Command(serverBin, sub, "--help").CombinedOutput()

@@ -65,6 +65,7 @@ func TestToolsAndAnnotations(t *testing.T) {
 }
 
 func TestReadWriteRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t))
 	if got := s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL, note TEXT, data BLOB)")); got != "ok: schema statement executed" {
 		t.Fatalf("create: %q", got)
@@ -112,6 +113,7 @@ line2', 1e16, 'x', zeroblob(10))`))
 }
 
 func TestArgumentErrors(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t))
 	tests := []struct {
 		tool string
@@ -150,6 +152,7 @@ func TestArgumentErrors(t *testing.T) {
 // tables, the memory tables and the schema are unchanged, and no file
 // appeared next to the database.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
@@ -264,6 +267,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestUpdateGuardAndDestructive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db, "--max-update-rows", "5", "--snapshots", "2")
@@ -314,6 +318,7 @@ func TestUpdateGuardAndDestructive(t *testing.T) {
 }
 
 func TestSnapshotsDisabled(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t), "--snapshots", "0")
 	s.ok("write_query", q("CREATE TABLE t (a)"))
 	if got := s.ok("destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "x"}); got != "ok: schema statement executed; snapshots are disabled" {
@@ -322,6 +327,7 @@ func TestSnapshotsDisabled(t *testing.T) {
 }
 
 func TestRunawayQueryIsStopped(t *testing.T) {
+	// Not parallel: it bounds how soon the query is stopped, which other tests on the 2 cores would skew.
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "1")
 	start := time.Now()
@@ -341,6 +347,7 @@ func TestRunawayQueryIsStopped(t *testing.T) {
 }
 
 func TestMemoryBomb(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "5", "--worker-memory-mb", "256")
 	bombs := []string{
@@ -366,6 +373,7 @@ func TestMemoryBomb(t *testing.T) {
 // TestKilledWriteLeavesNoTrace kills the worker with SIGKILL in the middle
 // of a large write: the database stays intact and holds no partial rows.
 func TestKilledWriteLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the worker through /proc")
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,8 +42,19 @@ func TestMain(m *testing.M) {
 	}
 	serverBin = filepath.Join(dir, "mcp-sqlite-memory"+exe)
 	workerBin = filepath.Join(dir, "worker"+exe)
+	// Tests run static builds (CGO_ENABLED=0, what the README installs):
+	// their workers confine every thread in place, where a cgo build must
+	// re-execute itself, which doubles the cost of the thousands of worker
+	// starts the suite makes. TestCgoBuild covers the default cgo build;
+	// benchmarks measure it, as the README's figures say.
+	flag.Parse()
+	static := flag.Lookup("test.bench").Value.String() == ""
 	for bin, pkg := range map[string]string{serverBin: "../cmd/server", workerBin: "../cmd/worker"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		if static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
 			os.RemoveAll(dir)
