@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,9 +41,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
-	if len(args) > 1 && isHelp(args[1]) {
-		if text, ok := subcommandHelp[args[0]]; ok {
-			fmt.Fprint(env.Stdout, text)
+	if len(args) > 0 {
+		if h, ok := subcommands[args[0]]; ok && wantsHelp(args[1:]) {
+			h().write(env.Stdout)
 			return exitOK
 		}
 	}
@@ -64,74 +65,39 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, restore(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
-		case "help":
-			server.PrintUsage(env.Stdout)
+		case "version":
+			if len(args) > 1 {
+				return report(env, &server.UsageError{Msg: fmt.Sprintf("version takes no arguments, got %q\nTry: mcp-sqlite-memory version", args[1])})
+			}
+			printVersion(env.Stdout)
 			return exitOK
+		case "help":
+			return report(env, topHelp(args[1:], env))
 		}
+	}
+	if wantsVersion(args) {
+		printVersion(env.Stdout)
+		return exitOK
+	}
+	if wantsHelp(args) {
+		server.PrintUsage(env.Stdout)
+		return exitOK
 	}
 	return report(env, serve(ctx, args, env))
 }
 
-func isHelp(arg string) bool {
-	switch arg {
-	case "-h", "-help", "--help", "help":
-		return true
+// topHelp is "help" (the server's usage) or "help SUBCOMMAND".
+func topHelp(args []string, env Env) error {
+	if len(args) == 0 {
+		server.PrintUsage(env.Stdout)
+		return nil
 	}
-	return false
-}
-
-// subcommandHelp is each subcommand's usage, with examples.
-var subcommandHelp = map[string]string{
-	"demo": `Usage: mcp-sqlite-memory demo [--keep DIR]
-
-Writes the sample shop database, starts this binary as a real stdio MCP
-server and walks a scripted session through it, printing every call.
-  --keep DIR   write the database into DIR and keep it (default: a temporary folder)
-
-Example:
-  mcp-sqlite-memory demo --keep ./demo && mcp-sqlite-memory verify --db ./demo/shop.db
-`,
-	"sample-db": `Usage: mcp-sqlite-memory sample-db PATH
-
-Writes the deterministic sample shop database (customers, products, orders,
-order_items; 2024-2025) to PATH; refuses to overwrite a non-empty file.
-
-Example:
-  mcp-sqlite-memory sample-db ./shop.db
-`,
-	"call": `Usage: mcp-sqlite-memory call --db PATH [flags] TOOL ['{"arg":...}']
-
-Runs one tool call through the real path (worker, policy, audit) and prints
-its text; exit 1 when the tool answers an error. Takes every server flag.
-
-Examples:
-  mcp-sqlite-memory call --db memory.db read_query '{"query":"SELECT count(*) FROM query_log"}'
-  mcp-sqlite-memory call --db memory.db append_event '{"content":"switched to WAL","kind":"decision"}'
-`,
-	"verify": `Usage: mcp-sqlite-memory verify --db PATH
-
-Checks the memory chain offline and prints the verify_chain JSON.
-Exit 0: intact; 1: broken; 2: not a usable memory database.
-
-Example:
-  mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db
-`,
-	"restore": `Usage: mcp-sqlite-memory restore --db PATH SNAPSHOT
-
-Copies a snapshot written by destructive_query back over the database. It
-refuses while any server holds the file: stop the MCP session first.
-
-Example:
-  mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101500.123Z.db
-`,
-	"worker": `Usage: mcp-sqlite-memory worker < request.json
-
-Runs one worker request (JSON on stdin) and writes one response (a JSON
-header line and the raw result) on stdout; see worker/README.md.
-
-Example:
-  echo '{"v":1,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker
-`,
+	h, ok := subcommands[args[0]]
+	if !ok || len(args) > 1 {
+		return &server.UsageError{Msg: fmt.Sprintf("no help for %q\nTry: mcp-sqlite-memory --help", strings.Join(args, " "))}
+	}
+	h().write(env.Stdout)
+	return nil
 }
 
 // exitError carries a chosen exit status with its message.
@@ -167,6 +133,16 @@ func report(env Env, err error) int {
 
 func newLogger(env Env, verbose bool) hclog.Logger {
 	level := hclog.Info
+	if verbose {
+		level = hclog.Debug
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "mcp-sqlite-memory", Output: env.Stderr, Level: level})
+}
+
+// oneShotLogger is the logger of a command that runs once and prints its
+// answer (call, verify): warnings and errors only, everything with -v.
+func oneShotLogger(env Env, verbose bool) hclog.Logger {
+	level := hclog.Warn
 	if verbose {
 		level = hclog.Debug
 	}

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
 func TestRun(t *testing.T) {
@@ -39,6 +43,14 @@ func TestRun(t *testing.T) {
 		{name: "restore from a text file", args: []string{"restore", "--db", filepath.Join(dir, "r.db"), text}, code: 1, stderr: "is not a SQLite database"},
 		{name: "call with bad JSON", args: []string{"call", "--db", shop, "read_query", "{"}, code: 2, stderr: "the arguments must be a JSON object"},
 		{name: "demo with bad flag", args: []string{"demo", "--kept", "x"}, code: 2, stderr: "Try: mcp-sqlite-memory demo --keep"},
+		{name: "version", args: []string{"version"}, code: 0, stdout: "mcp-sqlite-memory " + server.Version() + "\n"},
+		{name: "--version", args: []string{"--version"}, code: 0, stdout: "mcp-sqlite-memory " + server.Version() + "\n"},
+		{name: "--version after flags", args: []string{"--db", "x.db", "-v", "--version"}, code: 0, stdout: "mcp-sqlite-memory " + server.Version() + "\n"},
+		{name: "version with an argument", args: []string{"version", "x"}, code: 2, stderr: "version takes no arguments"},
+		{name: "help lists eval", args: []string{"--help"}, code: 0, stdout: "mcp-sqlite-memory eval --scripted | --model M"},
+		{name: "help SUBCOMMAND", args: []string{"help", "restore"}, code: 0, stdout: "Usage: mcp-sqlite-memory restore --db PATH SNAPSHOT"},
+		{name: "help of nothing known", args: []string{"help", "nope"}, code: 2, stderr: `no help for "nope"`},
+		{name: "help after flags", args: []string{"call", "--db", "x.db", "--help"}, code: 0, stdout: "Usage: mcp-sqlite-memory call --db PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,5 +68,76 @@ func TestRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var out, errOut strings.Builder
+	code = Run(context.Background(), args, Env{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
+		Getenv: func(string) string { return "" },
+	})
+	return code, out.String(), errOut.String()
+}
+
+// goFlagLayout is Go's raw flag.PrintDefaults layout ("  -db string").
+var goFlagLayout = regexp.MustCompile(`(?m)^  -[a-z-]+ (string|int|value)$`)
+
+// TestSubcommandHelpLayout: the top-level help lists every subcommand, and
+// every subcommand's help, however asked for, has the same layout.
+func TestSubcommandHelpLayout(t *testing.T) {
+	_, top, _ := run("--help")
+	for name := range subcommands {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(top, "  mcp-sqlite-memory "+name+" ") {
+				t.Errorf("the top-level help does not list %s:\n%s", name, top)
+			}
+			var texts []string
+			for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
+				code, out, errOut := run(args...)
+				if code != 0 || errOut != "" {
+					t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+				}
+				texts = append(texts, out)
+			}
+			if texts[0] != texts[1] || texts[0] != texts[2] {
+				t.Fatalf("--help, -h and help %s differ:\n%s\n---\n%s\n---\n%s", name, texts[0], texts[1], texts[2])
+			}
+			text := texts[0]
+			usage, rest, _ := strings.Cut(text, "\n\n")
+			if !strings.HasPrefix(usage, "Usage: mcp-sqlite-memory "+name) || strings.Contains(usage, "\n") {
+				t.Errorf("first line is not one usage line: %q", usage)
+			}
+			if !strings.Contains(rest, "\nExamples:\n  mcp-sqlite-memory ") && !strings.Contains(rest, "\nExamples:\n  echo ") {
+				t.Errorf("no examples section:\n%s", text)
+			}
+			if strings.Contains(rest, "Flags:") && !regexp.MustCompile(`\nFlags:\n(  -.*\n|  \(.*\n)+\n`).MatchString(rest) {
+				t.Errorf("flags section not in the common layout:\n%s", text)
+			}
+			if goFlagLayout.MatchString(text) {
+				t.Errorf("Go's raw flag layout leaked into the help:\n%s", text)
+			}
+		})
+	}
+}
+
+// TestEvalHelpListsEveryFlag: eval's help is generated from its flag set,
+// so it cannot miss a flag.
+func TestEvalHelpListsEveryFlag(t *testing.T) {
+	_, text, _ := run("eval", "--help")
+	fs, _ := newEvalFlags()
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		prefix := "  --"
+		if len(f.Name) == 1 {
+			prefix = "  -"
+		}
+		if !strings.Contains(text, prefix+f.Name+" ") {
+			t.Errorf("eval --help lacks %s%s:\n%s", prefix, f.Name, text)
+		}
+	})
+	if n < 7 {
+		t.Fatalf("only %d eval flags seen", n)
 	}
 }

@@ -43,7 +43,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 		}
 	}
 	cfg.StandbyWorkers = 0 // one call: a standby worker would be wasted
-	s, err := server.New(ctx, cfg, newLogger(env, cfg.Verbose))
+	s, err := server.New(ctx, cfg, oneShotLogger(env, cfg.Verbose))
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory call", Version: server.Version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory call", Version: server.Version()}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func verify(ctx context.Context, args []string, env Env) error {
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
-	store, err := memory.OpenExisting(ctx, cfg.DB, newLogger(env, cfg.Verbose))
+	store, err := memory.OpenExisting(ctx, cfg.DB, oneShotLogger(env, cfg.Verbose))
 	if err != nil {
 		if errors.Is(err, memory.ErrNotDatabase) || errors.Is(err, memory.ErrNoChain) {
 			return &exitError{status: exitUsage, msg: fmt.Sprintf("%s: %v", cfg.DB, err)}

@@ -51,10 +51,11 @@ WHERE o.status <> 'cancelled' GROUP BY p.category ORDER BY revenue DESC`, "limit
 // server and walks a scripted session through it, printing every call.
 func demo(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard) // errors come back as a UsageError, --help in the common layout
 	keep := fs.String("keep", "", "write the database into DIR and keep it (default: a temporary folder, removed afterwards)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
+			subcommands["demo"]().write(env.Stdout)
 			return err
 		}
 		return &server.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory demo --keep ./demo"}
@@ -91,7 +92,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 	defer c.Close()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory demo", Version: server.Version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory demo", Version: server.Version()}
 	info, err := c.Initialize(ctx, init)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)

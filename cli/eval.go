@@ -25,21 +25,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
-const evalUsage = `Usage: mcp-sqlite-memory eval (--model MODEL | --scripted) [flags]
-
-Runs the analytics tasks (eval/tasks.json) through this binary started as
-"--profile readonly" over stdio, checks every answer against SQLite and
-prints a report. Exit status 1 when any task fails.
-
-Examples:
-  export ANTHROPIC_API_KEY=sk-ant-...
-  mcp-sqlite-memory eval --model claude-sonnet-4-5
-  mcp-sqlite-memory eval --model claude-sonnet-4-5 --task revenue_2025,join_latest_orders -v
-  mcp-sqlite-memory eval --scripted            # scripted SQL, no model, no key
-
-Flags:
-`
-
 // stringList is a repeatable flag that also splits on commas.
 type stringList []string
 
@@ -54,29 +39,44 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
+// evalOptions are eval's flags.
+type evalOptions struct {
+	model, dbPath, keep *string
+	maxSteps            *int
+	scripted, verbose   *bool
+	only                *stringList
+}
+
+// newEvalFlags declares eval's flags; its --help lists them from here.
+func newEvalFlags() (*flag.FlagSet, evalOptions) {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	// Parse errors come back as a UsageError; --help prints the common layout.
+	fs.SetOutput(io.Discard)
+	o := evalOptions{
+		model:    fs.String("model", "", "Anthropic `MODEL` to evaluate, e.g. claude-sonnet-4-5 (required unless --scripted)"),
+		maxSteps: fs.Int("max-steps", eval.DefaultMaxSteps, "model requests per task"),
+		dbPath:   fs.String("db", "", "`PATH` of the database to evaluate on (default: a fresh sample shop database in a temporary folder)"),
+		keep:     fs.String("keep", "", "write the sample database into `DIR` and keep it (only without --db)"),
+		scripted: fs.Bool("scripted", false, "replay each task's scripted SQL instead of asking a model (tests the server; no key needed)"),
+		only:     &stringList{},
+	}
+	fs.Var(o.only, "task", "run only this task `ID` (repeatable, or a comma-separated list)")
+	o.verbose = fs.Bool("v", false, "debug logs on stderr, including the server's")
+	return fs, o
+}
+
 // evalCmd drives a model (or the scripted solver) through the readonly
 // profile's tools, served by this binary as a real stdio child.
 func evalCmd(ctx context.Context, args []string, env Env) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	// Parse errors come back as a UsageError; --help prints to stdout.
-	fs.SetOutput(io.Discard)
-	model := fs.String("model", "", "Anthropic model to evaluate, e.g. claude-sonnet-4-5 (required unless --scripted)")
-	maxSteps := fs.Int("max-steps", eval.DefaultMaxSteps, "model requests per task")
-	dbPath := fs.String("db", "", "database to evaluate on (default: a fresh sample shop database in a temporary folder)")
-	keep := fs.String("keep", "", "write the sample database into DIR and keep it (only without --db)")
-	scripted := fs.Bool("scripted", false, "replay each task's scripted SQL instead of asking a model (tests the server; no key needed)")
-	var only stringList
-	fs.Var(&only, "task", "run only this task ID (repeatable, or a comma-separated list)")
-	verbose := fs.Bool("v", false, "debug logs on stderr, including the server's")
+	fs, o := newEvalFlags()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(env.Stdout, evalUsage)
-			fs.SetOutput(env.Stdout)
-			fs.PrintDefaults()
+			subcommands["eval"]().write(env.Stdout)
 			return err
 		}
 		return &server.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory eval --help"}
 	}
+	model, maxSteps, dbPath, keep, scripted, only, verbose := o.model, o.maxSteps, o.dbPath, o.keep, o.scripted, *o.only, o.verbose
 	if fs.NArg() > 0 {
 		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5", fs.Arg(0))}
 	}
@@ -257,7 +257,7 @@ func startReadonly(ctx context.Context, db string, verbose bool, stderr io.Write
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory eval", Version: server.Version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory eval", Version: server.Version()}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("initialize the readonly server: %w", err)

@@ -26,28 +26,16 @@ type vector struct {
 	Hash         string `json:"hash"`
 }
 
+// The hash vectors and the database made by the reference server are
+// copies of the workspace's ../shared/testdata, kept here so that a clone
+// of the project runs every test; TestSharedTestdata pins them.
 const (
-	vectorsPath   = "../../shared/testdata/chain_vectors.json"
-	referencePath = "../../shared/testdata/reference-memory.db"
+	vectorsPath   = "testdata/chain_vectors.json"
+	referencePath = "testdata/reference-memory.db"
 )
-
-// requireShared skips a test whose data lives in the workspace's
-// ../shared/testdata when that folder is absent (a clone on its own), and
-// fails it instead where MCP_SQLITE_REQUIRE_SHARED=1 (.ci/run sets it).
-func requireShared(t testing.TB, path string) {
-	t.Helper()
-	if _, err := os.Stat(path); err == nil {
-		return
-	}
-	if os.Getenv("MCP_SQLITE_REQUIRE_SHARED") == "1" {
-		t.Fatalf("%s is missing (MCP_SQLITE_REQUIRE_SHARED=1)", path)
-	}
-	t.Skipf("%s is not here: these tests need the workspace's shared test data", path)
-}
 
 func loadVectors(t testing.TB) []vector {
 	t.Helper()
-	requireShared(t, vectorsPath)
 	data, err := os.ReadFile(vectorsPath)
 	if err != nil {
 		t.Fatalf("read vectors: %v", err)

@@ -98,7 +98,6 @@ func TestFreshDatabaseSchema(t *testing.T) {
 	s := openStore(t, path)
 
 	// The server objects must be those of the reference, text for text.
-	requireShared(t, referencePath)
 	ref := rawDB(t, referencePath+"?mode=ro")
 	q := `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT IN ('notes', 'recent_notes') ORDER BY rowid`
 	dump := func(db *sql.DB) []string {

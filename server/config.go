@@ -261,7 +261,10 @@ Usage:
   mcp-sqlite-memory call --db PATH TOOL 'JSON'   run one tool call through the real path
   mcp-sqlite-memory verify --db PATH             check the memory chain offline (exit 1 if broken)
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
+  mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
+  mcp-sqlite-memory version                      print the version (also --version)
+  mcp-sqlite-memory help SUBCOMMAND              a subcommand's flags and examples (also SUBCOMMAND --help)
 
 Examples:
   mcp-sqlite-memory --db ~/.local/share/agent/memory.db

@@ -50,24 +50,21 @@ var (
 )
 
 func (s *Server) registerReadonly() {
-	s.mcp.AddTool(mcp.NewTool("list_tables",
+	s.mcp.AddTool(newTool("list_tables", "List tables", readsOnly,
 		mcp.WithDescription(`List the database's tables as JSON {"tables":[{"name":...}]}. Start here.`),
 		mcp.WithRawOutputSchema(listTablesSchema),
-		annotations(true, false, true),
 	), s.handle("list_tables", true, s.roListTables))
-	s.mcp.AddTool(mcp.NewTool("describe_table",
+	s.mcp.AddTool(newTool("describe_table", "Describe a table", readsOnly,
 		mcp.WithDescription(`Columns (name, type, nullable, primaryKey) and foreign keys (column, referencesTable, referencesColumn) of one table, as JSON, read live from SQLite.`),
-		mcp.WithString("table", mcp.Required(), mcp.Description("table name from list_tables")),
+		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table name from list_tables")),
 		mcp.WithRawOutputSchema(describeSchema),
-		annotations(true, false, true),
 	), s.handle("describe_table", true, s.describeTable))
-	s.mcp.AddTool(mcp.NewTool("query_database",
+	s.mcp.AddTool(newTool("query_database", "Query the database (SELECT)", readsOnly,
 		mcp.WithDescription(fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)),
-		mcp.WithString("sql", mcp.Required(), mcp.Description("one SELECT or WITH ... SELECT statement")),
-		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("rows per page, 1..%d (default %d)", readonlyMaxLimit, readonlyDefaultLimit))),
-		mcp.WithInteger("offset", mcp.Description("rows to skip (default 0)")),
+		mcp.WithString("sql", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT or WITH ... SELECT statement")),
+		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(readonlyMaxLimit), mcp.DefaultNumber(readonlyDefaultLimit), mcp.Description("rows per page")),
+		mcp.WithInteger("offset", mcp.Min(0), mcp.Max(maxOffset), mcp.DefaultNumber(0), mcp.Description("rows to skip")),
 		mcp.WithRawOutputSchema(querySchema),
-		annotations(true, false, true),
 	), s.handle("query_database", true, s.roQuery))
 }
 
@@ -93,7 +90,7 @@ func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	offset, err := a.int("offset", 0, 0, 1<<40, "")
+	offset, err := a.int("offset", 0, 0, maxOffset, "")
 	if err != nil {
 		return outcome{}, err
 	}

@@ -23,9 +23,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
-// Version is reported to MCP hosts.
-const Version = "0.1.0"
-
 // Instructions are sent to the agent when it connects.
 const memoryInstructions = `This server gives you one SQLite database with SQL as the tool, plus a tamper-evident memory log.
 - Call get_resume_context first in a new session: it shows the latest checkpoint, the events since, and whether the chain verifies.
@@ -145,11 +142,11 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	}
 
 	if cfg.Profile == ProfileReadonly {
-		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version,
+		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version(),
 			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(readonlyInstructions))
 		s.registerReadonly()
 	} else {
-		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version,
+		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version(),
 			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(memoryInstructions))
 		s.registerMemory()
 	}

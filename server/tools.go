@@ -13,104 +13,134 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
-// annotations sets the four MCP hints every tool carries.
-func annotations(readOnly, destructive, idempotent bool) mcp.ToolOption {
-	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
-		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
-		DestructiveHint: mcp.ToBoolPtr(destructive),
-		IdempotentHint:  mcp.ToBoolPtr(idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(false),
-	})
+// Argument bounds that do not come from the configuration.
+const (
+	maxOffset          = 1 << 40 // a sanity bound; offsets are stepped, so deep pages cost time
+	maxResumeEvents    = 1000
+	searchDefaultLimit = 100
+	defaultContext     = 80
+	maxContextChars    = 1000
+)
+
+// hints are a tool's MCP behaviour hints, in the spec's meanings:
+// destructive means it may overwrite or remove data (false: it only adds),
+// idempotent means a repeated call with the same arguments changes nothing
+// more. Audit rows, written for every call, are bookkeeping and not
+// counted as a change.
+type hints struct {
+	readOnly, destructive, idempotent bool
 }
+
+var (
+	readsOnly = hints{readOnly: true, idempotent: true}
+	onlyAdds  = hints{}
+)
+
+// newTool declares a tool with its human title (top-level title of MCP
+// 2025-06-18 and later, and annotations.title for older hosts), its hints
+// with openWorldHint false (the tools touch one local file), and an input
+// schema that admits no argument it does not list.
+func newTool(name, title string, h hints, opts ...mcp.ToolOption) mcp.Tool {
+	base := []mcp.ToolOption{
+		mcp.WithToolTitle(title),
+		mcp.WithToolAnnotation(mcp.ToolAnnotation{
+			Title:           title,
+			ReadOnlyHint:    mcp.ToBoolPtr(h.readOnly),
+			DestructiveHint: mcp.ToBoolPtr(h.destructive),
+			IdempotentHint:  mcp.ToBoolPtr(h.idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		}),
+		mcp.WithSchemaAdditionalProperties(false),
+	}
+	return mcp.NewTool(name, append(base, opts...)...)
+}
+
+// searchLimit is search_text's default limit, within --max-rows.
+func (s *Server) searchLimit() int { return min(searchDefaultLimit, s.cfg.MaxRows) }
 
 func (s *Server) registerMemory() {
 	c := s.cfg
-	s.mcp.AddTool(mcp.NewTool("read_query",
+	s.mcp.AddTool(newTool("read_query", "Read query (SELECT)", readsOnly,
 		mcp.WithDescription(fmt.Sprintf("Run ONE read-only SQL statement (SELECT, WITH ... SELECT, EXPLAIN, or an introspection PRAGMA such as table_info) and get CSV with a '# N rows' trailer. NULL is an empty field, the empty string is \"\". Page with limit (default %d, max %d) and offset; the trailer says when more rows exist. format=\"json\" returns {columns, rows, returnedRows, limit, offset, hasMore}. Writes are refused: use write_query or destructive_query.", c.DefaultLimit, c.MaxRows)),
-		mcp.WithString("query", mcp.Required(), mcp.Description("one SELECT / WITH / EXPLAIN / introspection PRAGMA statement")),
-		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("rows to return, 1..%d (default %d)", c.MaxRows, c.DefaultLimit))),
-		mcp.WithInteger("offset", mcp.Description("rows to skip first (default 0)")),
-		mcp.WithString("format", mcp.Enum("csv", "json"), mcp.Description("csv (default) or json")),
-		annotations(true, false, true),
+		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT / WITH / EXPLAIN / introspection PRAGMA statement")),
+		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(c.MaxRows), mcp.DefaultNumber(c.DefaultLimit), mcp.Description("rows to return")),
+		mcp.WithInteger("offset", mcp.Min(0), mcp.Max(maxOffset), mcp.DefaultNumber(0), mcp.Description("rows to skip first")),
+		mcp.WithString("format", mcp.Enum("csv", "json"), mcp.DefaultString("csv"), mcp.Description("csv, or json for {columns, rows, ...}")),
 	), s.handle("read_query", false, s.readQuery))
 
-	s.mcp.AddTool(mcp.NewTool("write_query",
+	// UPDATE, REPLACE and upserts overwrite rows without a snapshot, so
+	// write_query is destructive in the MCP sense, though it removes nothing.
+	s.mcp.AddTool(newTool("write_query", "Write query (INSERT, UPDATE, CREATE)", hints{destructive: true},
 		mcp.WithDescription(fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.", c.MaxUpdateRows)),
-		mcp.WithString("query", mcp.Required(), mcp.Description("one writing SQL statement")),
-		annotations(false, false, false),
+		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one writing SQL statement")),
 	), s.handle("write_query", false, s.writeQuery))
 
-	s.mcp.AddTool(mcp.NewTool("destructive_query",
+	// Not idempotent: every call takes a new snapshot, and a repeated
+	// statement may remove or change more.
+	s.mcp.AddTool(newTool("destructive_query", "Destructive query (snapshot first)", hints{destructive: true},
 		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then the whole database is snapshotted, then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."),
-		mcp.WithString("query", mcp.Required(), mcp.Description("one destructive SQL statement")),
-		mcp.WithString("reason", mcp.Required(), mcp.Description("why this change is needed (kept in the audit log)")),
-		annotations(false, true, false),
+		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one destructive SQL statement")),
+		mcp.WithString("reason", mcp.Required(), mcp.MinLength(1), mcp.Description("why this change is needed (kept in the audit log)")),
 	), s.handle("destructive_query", false, s.destructiveQuery))
 
-	s.mcp.AddTool(mcp.NewTool("list_tables",
+	s.mcp.AddTool(newTool("list_tables", "List tables and views", readsOnly,
 		mcp.WithDescription("List tables and views as CSV name,type,system,rows. system=1 marks the server's own tables (memory log, audit log), which are readable but cannot be changed."),
-		mcp.WithBoolean("include_row_counts", mcp.Description("count the rows of each table (default true)")),
-		annotations(true, false, true),
+		mcp.WithBoolean("include_row_counts", mcp.DefaultBool(true), mcp.Description("count the rows of each table")),
 	), s.handle("list_tables", false, s.listTables))
 
-	s.mcp.AddTool(mcp.NewTool("describe_table",
+	s.mcp.AddTool(newTool("describe_table", "Describe a table or view", readsOnly,
 		mcp.WithDescription("Describe a table or view: CSV sections '# columns' (cid,name,type,notnull,default,pk), '# foreign_keys' (from,to_table,to_column) and '# indexes' (name,unique,origin,columns)."),
-		mcp.WithString("table", mcp.Required(), mcp.Description("table or view name")),
-		annotations(true, false, true),
+		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table or view name")),
 	), s.handle("describe_table", false, s.describeTable))
 
-	s.mcp.AddTool(mcp.NewTool("get_schema",
+	s.mcp.AddTool(newTool("get_schema", "Show the schema", readsOnly,
 		mcp.WithDescription("Every CREATE statement as stored (tables, indexes, views, triggers). Views saved with create_view carry a '-- description:' line: they are reusable queries from earlier sessions."),
-		mcp.WithBoolean("include_system", mcp.Description("also show the server's own objects (default false)")),
-		annotations(true, false, true),
+		mcp.WithBoolean("include_system", mcp.DefaultBool(false), mcp.Description("also show the server's own objects")),
 	), s.handle("get_schema", false, s.getSchema))
 
-	s.mcp.AddTool(mcp.NewTool("create_view",
+	// replace=true overwrites a view's definition (the old SQL is kept in
+	// the audit log): destructive. Repeating a call changes nothing more:
+	// the view is the same, or the second call is refused.
+	s.mcp.AddTool(newTool("create_view", "Save a query as a view", hints{destructive: true, idempotent: true},
 		mcp.WithDescription("Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first."),
-		mcp.WithString("name", mcp.Required(), mcp.Description("view name matching ^[A-Za-z_][A-Za-z0-9_]*$")),
-		mcp.WithString("select_sql", mcp.Required(), mcp.Description("one SELECT or WITH ... SELECT statement")),
-		mcp.WithString("description", mcp.Description("what the view answers; stored inside its SQL")),
-		mcp.WithBoolean("replace", mcp.Description("replace an existing view (its previous SQL is kept in the audit log); default false")),
-		annotations(false, false, false),
+		mcp.WithString("name", mcp.Required(), mcp.Pattern(`^[A-Za-z_][A-Za-z0-9_]*$`), mcp.Description("view name: letters, digits, underscores, not starting with a digit")),
+		mcp.WithString("select_sql", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT or WITH ... SELECT statement")),
+		mcp.WithString("description", mcp.DefaultString(""), mcp.Description("what the view answers; stored inside its SQL")),
+		mcp.WithBoolean("replace", mcp.DefaultBool(false), mcp.Description("replace an existing view (its previous SQL is kept in the audit log)")),
 	), s.handle("create_view", false, s.createView))
 
-	s.mcp.AddTool(mcp.NewTool("append_event",
+	s.mcp.AddTool(newTool("append_event", "Append a memory event", onlyAdds,
 		mcp.WithDescription("Append a note, decision or finding to the append-only, hash-chained memory log. The server computes the hash; events can never be edited or deleted."),
-		mcp.WithString("content", mcp.Required(), mcp.Description("the event text")),
-		mcp.WithString("kind", mcp.Description("a short category such as note, decision, finding, todo (default note)")),
-		annotations(false, false, false),
+		mcp.WithString("content", mcp.Required(), mcp.MinLength(1), mcp.Description("the event text")),
+		mcp.WithString("kind", mcp.DefaultString("note"), mcp.Description("a short category such as note, decision, finding, todo")),
 	), s.handle("append_event", false, s.appendEvent))
 
-	s.mcp.AddTool(mcp.NewTool("verify_chain",
+	s.mcp.AddTool(newTool("verify_chain", "Verify the memory chain", readsOnly,
 		mcp.WithDescription("Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."),
-		annotations(true, false, true),
 	), s.handle("verify_chain", false, s.verifyChain))
 
-	s.mcp.AddTool(mcp.NewTool("checkpoint",
+	s.mcp.AddTool(newTool("checkpoint", "Write a checkpoint", onlyAdds,
 		mcp.WithDescription("Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."),
-		mcp.WithString("summary", mcp.Required(), mcp.Description("what a fresh session needs to know to carry on")),
-		annotations(false, false, false),
+		mcp.WithString("summary", mcp.Required(), mcp.MinLength(1), mcp.Description("what a fresh session needs to know to carry on")),
 	), s.handle("checkpoint", false, s.checkpoint))
 
-	s.mcp.AddTool(mcp.NewTool("get_resume_context",
+	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
 		mcp.WithDescription("Call this FIRST in a new session: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first) and whether the memory chain verifies."),
-		mcp.WithInteger("max_events", mcp.Description("most recent events to show, 1..1000 (default 50)")),
-		mcp.WithArray("exclude_kinds", mcp.WithStringItems(), mcp.Description("event kinds to leave out")),
-		annotations(true, false, true),
+		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
+		mcp.WithArray("exclude_kinds", mcp.WithStringItems(), mcp.DefaultArray([]string{}), mcp.Description("event kinds to leave out")),
 	), s.handle("get_resume_context", false, s.resumeContext))
 
-	s.mcp.AddTool(mcp.NewTool("search_text",
+	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
 		mcp.WithDescription(fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)),
-		mcp.WithString("pattern", mcp.Required(), mcp.Description("regular expression (RE2), or literal text with fixed_strings=true")),
-		mcp.WithString("table", mcp.Required(), mcp.Description("table or view to search")),
+		mcp.WithString("pattern", mcp.Required(), mcp.MinLength(1), mcp.Description("regular expression (RE2), or literal text with fixed_strings=true")),
+		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table or view to search")),
 		mcp.WithArray("columns", mcp.WithStringItems(), mcp.Description("columns to search (default: the text columns)")),
 		mcp.WithString("where", mcp.Description("SQL condition that narrows the candidate rows, e.g. kind = 'note'")),
 		mcp.WithString("key_column", mcp.Description("column that identifies a row in the output (default rowid; required for views)")),
-		mcp.WithInteger("limit", mcp.Description(fmt.Sprintf("matching values to return, 1..%d (default 100)", c.MaxRows))),
-		mcp.WithBoolean("ignore_case", mcp.Description("case-insensitive match (default false)")),
-		mcp.WithBoolean("fixed_strings", mcp.Description("treat pattern as literal text (default false)")),
-		mcp.WithInteger("context_chars", mcp.Description("characters of context on each side of the match, 0..1000 (default 80)")),
-		annotations(true, false, true),
+		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(c.MaxRows), mcp.DefaultNumber(s.searchLimit()), mcp.Description("matching values to return")),
+		mcp.WithBoolean("ignore_case", mcp.DefaultBool(false), mcp.Description("case-insensitive match")),
+		mcp.WithBoolean("fixed_strings", mcp.DefaultBool(false), mcp.Description("treat pattern as literal text")),
+		mcp.WithInteger("context_chars", mcp.Min(0), mcp.Max(maxContextChars), mcp.DefaultNumber(defaultContext), mcp.Description("characters of context on each side of the match")),
 	), s.handle("search_text", false, s.searchText))
 }
 
@@ -131,7 +161,7 @@ func (s *Server) readQuery(_ context.Context, c *call, a args) (outcome, error) 
 	if err != nil {
 		return outcome{}, err
 	}
-	offset, err := a.int("offset", 0, 0, 1<<40, "")
+	offset, err := a.int("offset", 0, 0, maxOffset, "")
 	if err != nil {
 		return outcome{}, err
 	}
@@ -316,7 +346,7 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err := a.only("max_events", "exclude_kinds"); err != nil {
 		return outcome{}, err
 	}
-	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, 1000, "")
+	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, maxResumeEvents, "")
 	if err != nil {
 		return outcome{}, err
 	}
@@ -379,7 +409,7 @@ func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error)
 	if sr.KeyColumn, err = a.str("key_column", false, ""); err != nil {
 		return outcome{}, err
 	}
-	if sr.Limit, err = a.int("limit", 100, 1, s.cfg.MaxRows, ""); err != nil {
+	if sr.Limit, err = a.int("limit", s.searchLimit(), 1, s.cfg.MaxRows, ""); err != nil {
 		return outcome{}, err
 	}
 	if sr.IgnoreCase, err = a.bool("ignore_case", false); err != nil {
@@ -388,7 +418,7 @@ func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error)
 	if sr.FixedStrings, err = a.bool("fixed_strings", false); err != nil {
 		return outcome{}, err
 	}
-	if sr.ContextChars, err = a.int("context_chars", 80, 0, 1000, ""); err != nil {
+	if sr.ContextChars, err = a.int("context_chars", defaultContext, 0, maxContextChars, ""); err != nil {
 		return outcome{}, err
 	}
 	sr.CandidateCap = s.cfg.SearchCandidates

@@ -6,12 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the demo runs a whole scripted session")
-	}
+	t.Parallel()
 	keep := filepath.Join(t.TempDir(), "demo")
 	out, err := exec.Command(serverBin, "demo", "--keep", keep).CombinedOutput()
 	if err != nil {
@@ -46,6 +47,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestCallCommand(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command(serverBin, append([]string{"call", "--db", db}, args...)...)
@@ -68,9 +70,59 @@ func TestCallCommand(t *testing.T) {
 	if all != 3 {
 		t.Fatalf("audit rows %d, want 3", all)
 	}
+	// A one-shot command logs warnings only; -v shows the rest.
+	for _, verbose := range []bool{false, true} {
+		args := []string{"call", "--db", db, "read_query", `{"query":"SELECT 1"}`}
+		if verbose {
+			args = append(args[:3:3], append([]string{"-v"}, args[3:]...)...)
+		}
+		var stderr strings.Builder
+		cmd := exec.Command(serverBin, args...)
+		cmd.Stderr = &stderr
+		if out, err := cmd.Output(); err != nil || out == nil {
+			t.Fatalf("%v: %v %q", args, err, out)
+		}
+		if logged := strings.Contains(stderr.String(), "serving"); logged != verbose || (!verbose && stderr.Len() > 0) {
+			t.Errorf("%v: stderr %q", args, stderr.String())
+		}
+	}
+}
+
+// TestVersion: --version and the version subcommand print the build's
+// version, and MCP hosts see the same in serverInfo.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var printed []string
+	for _, args := range [][]string{{"--version"}, {"version"}, {"--db", "x.db", "--version"}} {
+		out, err := exec.Command(serverBin, args...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		printed = append(printed, string(out))
+	}
+	if printed[0] != printed[1] || printed[0] != printed[2] || !strings.HasPrefix(printed[0], "mcp-sqlite-memory ") || strings.Count(printed[0], "\n") != 1 {
+		t.Fatalf("version outputs %q", printed)
+	}
+	version := strings.TrimSpace(strings.TrimPrefix(printed[0], "mcp-sqlite-memory "))
+	c, err := client.NewStdioMCPClient(serverBin, os.Environ(), "--db", newDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	res, err := c.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServerInfo.Version != version || version == "" || version == "0.1.0" {
+		t.Fatalf("serverInfo.version %q, --version %q", res.ServerInfo.Version, version)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		code int
@@ -98,6 +150,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
@@ -136,7 +189,8 @@ func TestRestore(t *testing.T) {
 }
 
 func TestSubcommandHelp(t *testing.T) {
-	for _, sub := range []string{"demo", "sample-db", "call", "verify", "restore", "worker", "eval"} {
+	t.Parallel()
+	for _, sub := range []string{"demo", "sample-db", "call", "verify", "restore", "worker", "eval", "version"} {
 		t.Run(sub, func(t *testing.T) {
 			out, err := exec.Command(serverBin, sub, "--help").CombinedOutput()
 			if err != nil || !strings.HasPrefix(string(out), "Usage: mcp-sqlite-memory "+sub) || !strings.Contains(string(out), "mcp-sqlite-memory "+sub+" ") {

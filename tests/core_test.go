@@ -10,40 +10,62 @@ import (
 	"time"
 )
 
+// TestToolsAndAnnotations reads tools/list as a host does: every tool has a
+// title and honest hints (destructive when it may overwrite or remove
+// data), and a closed input schema.
 func TestToolsAndAnnotations(t *testing.T) {
-	s := start(t, newDB(t))
+	t.Parallel()
+	s := start(t, newDB(t), "--max-rows", "300")
 	res, err := s.c.ListTools(t.Context(), mcpListTools())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{ // tool -> readOnlyHint
-		"read_query": true, "write_query": false, "destructive_query": false, "list_tables": true,
-		"describe_table": true, "get_schema": true, "create_view": false, "append_event": false,
-		"verify_chain": true, "checkpoint": false, "get_resume_context": true, "search_text": true,
+	type hints struct{ readOnly, destructive bool }
+	want := map[string]hints{
+		"read_query": {true, false}, "write_query": {false, true}, "destructive_query": {false, true}, "list_tables": {true, false},
+		"describe_table": {true, false}, "get_schema": {true, false}, "create_view": {false, true}, "append_event": {false, false},
+		"verify_chain": {true, false}, "checkpoint": {false, false}, "get_resume_context": {true, false}, "search_text": {true, false},
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
 	}
 	for _, tool := range res.Tools {
-		ro, ok := want[tool.Name]
+		w, ok := want[tool.Name]
 		if !ok {
 			t.Errorf("unexpected tool %s", tool.Name)
 			continue
 		}
 		a := tool.Annotations
-		if a.ReadOnlyHint == nil || *a.ReadOnlyHint != ro || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || a.IdempotentHint == nil {
+		if a.ReadOnlyHint == nil || *a.ReadOnlyHint != w.readOnly || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || a.IdempotentHint == nil {
 			t.Errorf("%s: annotations %+v", tool.Name, a)
+			continue
 		}
-		if (tool.Name == "destructive_query") != *a.DestructiveHint {
-			t.Errorf("%s: destructiveHint %v", tool.Name, *a.DestructiveHint)
+		if *a.DestructiveHint != w.destructive {
+			t.Errorf("%s: destructiveHint %v, want %v", tool.Name, *a.DestructiveHint, w.destructive)
+		}
+		if tool.Title == "" || a.Title != tool.Title {
+			t.Errorf("%s: title %q, annotations.title %q", tool.Name, tool.Title, a.Title)
+		}
+		if tool.InputSchema.AdditionalProperties != false {
+			t.Errorf("%s: additionalProperties %v, want false", tool.Name, tool.InputSchema.AdditionalProperties)
 		}
 		if len(tool.Description) < 60 {
 			t.Errorf("%s: description too thin for an agent: %q", tool.Name, tool.Description)
 		}
 	}
+	// The bounds come from the live configuration.
+	for _, tool := range res.Tools {
+		if tool.Name == "read_query" {
+			limit, _ := tool.InputSchema.Properties["limit"].(map[string]any)
+			if limit["minimum"] != 1.0 || limit["maximum"] != 300.0 || limit["default"] != 100.0 {
+				t.Errorf("read_query limit schema %v, want minimum 1, maximum 300 (--max-rows), default 100", limit)
+			}
+		}
+	}
 }
 
 func TestReadWriteRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t))
 	if got := s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL, note TEXT, data BLOB)")); got != "ok: schema statement executed" {
 		t.Fatalf("create: %q", got)
@@ -91,6 +113,7 @@ line2', 1e16, 'x', zeroblob(10))`))
 }
 
 func TestArgumentErrors(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t))
 	tests := []struct {
 		tool string
@@ -129,6 +152,7 @@ func TestArgumentErrors(t *testing.T) {
 // tables, the memory tables and the schema are unchanged, and no file
 // appeared next to the database.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
@@ -243,6 +267,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestUpdateGuardAndDestructive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db, "--max-update-rows", "5", "--snapshots", "2")
@@ -293,6 +318,7 @@ func TestUpdateGuardAndDestructive(t *testing.T) {
 }
 
 func TestSnapshotsDisabled(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t), "--snapshots", "0")
 	s.ok("write_query", q("CREATE TABLE t (a)"))
 	if got := s.ok("destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "x"}); got != "ok: schema statement executed; snapshots are disabled" {
@@ -301,6 +327,7 @@ func TestSnapshotsDisabled(t *testing.T) {
 }
 
 func TestRunawayQueryIsStopped(t *testing.T) {
+	// Not parallel: it bounds how soon the query is stopped, which other tests on the 2 cores would skew.
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "1")
 	start := time.Now()
@@ -320,6 +347,7 @@ func TestRunawayQueryIsStopped(t *testing.T) {
 }
 
 func TestMemoryBomb(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "5", "--worker-memory-mb", "256")
 	bombs := []string{
@@ -345,6 +373,7 @@ func TestMemoryBomb(t *testing.T) {
 // TestKilledWriteLeavesNoTrace kills the worker with SIGKILL in the middle
 // of a large write: the database stays intact and holds no partial rows.
 func TestKilledWriteLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the worker through /proc")
 	}

@@ -48,6 +48,7 @@ func (s *session) caller() eval.ToolCaller {
 // stdio with the tasks' scripted SQL and checks each answer against the
 // reference computed directly with SQLite.
 func TestEvalScripted(t *testing.T) {
+	t.Parallel()
 	tasks, err := eval.LoadTasks()
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func TestEvalScripted(t *testing.T) {
 
 // TestEvalCommandScripted runs the eval command as a user would.
 func TestEvalCommandScripted(t *testing.T) {
+	t.Parallel()
 	tasks, err := eval.LoadTasks()
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +116,7 @@ func TestEvalCommandScripted(t *testing.T) {
 }
 
 func TestEvalCommandUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -187,6 +190,7 @@ func toolUseReply(id, name, input string) string {
 // local fake model: the tool calls reach the real server, and a right and a
 // wrong answer give exit 0 and 1.
 func TestEvalCommandModel(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, key string, f *fakeModel, task string) (string, string, int) {
 		t.Helper()
 		srv := httptest.NewServer(f)

@@ -40,6 +40,7 @@ import (
 // moments while 200 writes run. Every acknowledged row must be there and
 // integrity_check must pass after every failed call.
 func TestFaultWorkerKilledDuringWrites(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("finds workers through /proc")
 	}
@@ -190,6 +191,7 @@ func startOwn(t *testing.T, db string, flags ...string) *ownServer {
 // appends stream in, restarts it, and checks that the chain verifies and
 // holds every acknowledged event.
 func TestFaultServerKilledDuringAppends(t *testing.T) {
+	t.Parallel()
 	rounds := 3
 	if testing.Short() {
 		rounds = 1
@@ -306,6 +308,7 @@ func waitNoOrphanWorkers(t *testing.T) {
 // TestFaultGrowthBomb: statements that would grow the file past
 // --max-growth-mb fail with RESOURCE_LIMIT and leave nothing behind.
 func TestFaultGrowthBomb(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--max-growth-mb", "1")
 	s.ok("write_query", q("CREATE TABLE b (x BLOB)"))
@@ -436,6 +439,7 @@ func workerEnvOf(t *testing.T, s *session) []string {
 // would fail if the sandbox did nothing. Both the cgo build (confined by
 // re-execution) and a CGO_ENABLED=0 build (all threads at once) are probed.
 func TestSandboxDenial(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Landlock is Linux only")
 	}
@@ -534,6 +538,7 @@ func TestSandboxDenial(t *testing.T) {
 // TestSandboxRefusesOtherDatabase: a worker started for one database
 // refuses a request for another, before opening anything.
 func TestSandboxRefusesOtherDatabase(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the worker environment from /proc")
 	}
@@ -827,12 +832,16 @@ func corpusState(t *testing.T, db *sql.DB) (all, protected string) {
 // corpus marks as forbidden is refused, and no refused statement changed
 // anything.
 func TestHostileCorpus(t *testing.T) {
+	t.Parallel()
 	corpus := hostileCorpus()
 	if len(corpus) != 1000 {
 		t.Fatalf("corpus has %d statements", len(corpus))
 	}
 	if testing.Short() {
+		// The corpus is shuffled, so its head is a sample of every kind;
+		// .ci/run runs all 1,000.
 		corpus = corpus[:200]
+		t.Logf("-short: the first %d statements of the shuffled corpus", len(corpus))
 	}
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "3", "--max-growth-mb", "16")

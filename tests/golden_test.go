@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // descriptions, input and output schemas, annotations. A change shows up
 // as a diff to review; refresh with go test ./tests -run Golden -update.
 func TestGoldenToolLists(t *testing.T) {
+	t.Parallel()
 	for _, profile := range []string{"memory", "readonly"} {
 		t.Run(profile, func(t *testing.T) {
 			db := newDB(t)

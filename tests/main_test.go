@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	serverBin = filepath.Join(dir, "mcp-sqlite-memory"+exe)
 	workerBin = filepath.Join(dir, "mcp-sqlite-memory-worker"+exe)
 	aloneServerBin = filepath.Join(dir, "alone", "mcp-sqlite-memory"+exe)
+	// The default build (cgo where a C compiler is present), as go install
+	// makes it: the front starts its workers confined, so no build needs a
+	// re-execution to confine its threads.
 	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
 		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 		if err != nil {

@@ -12,18 +12,14 @@ import (
 	"testing"
 )
 
-// referenceDB copies the reference server's database into a test folder.
+// referenceDB copies the reference server's database (the project's copy
+// of ../shared/testdata/reference-memory.db, pinned by
+// memory/TestSharedTestdata) into a test folder.
 func referenceDB(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "shared", "testdata", "reference-memory.db")
-	in, err := os.Open(src)
+	in, err := os.Open(filepath.Join("..", "memory", "testdata", "reference-memory.db"))
 	if err != nil {
-		// Outside the workspace (a clone on its own) the shared data is
-		// absent; .ci/run sets MCP_SQLITE_REQUIRE_SHARED=1 so it must be there.
-		if os.Getenv("MCP_SQLITE_REQUIRE_SHARED") == "1" {
-			t.Fatalf("the reference database ships in ../shared/testdata: %v", err)
-		}
-		t.Skipf("../shared/testdata is not here: %v", err)
+		t.Fatal(err)
 	}
 	defer in.Close()
 	dst := filepath.Join(t.TempDir(), "reference.db")
@@ -76,6 +72,7 @@ func (s *session) verify() verification {
 }
 
 func TestReferenceDatabaseInterchange(t *testing.T) {
+	t.Parallel()
 	db := referenceDB(t)
 	before := schemaRows(t, db)
 	s := start(t, db)
@@ -119,6 +116,7 @@ func TestReferenceDatabaseInterchange(t *testing.T) {
 }
 
 func TestFreshDatabaseSchema(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "new", "folder", "memory.db")
 	s := start(t, db)
 	s.ok("verify_chain", nil)
@@ -143,6 +141,7 @@ func TestFreshDatabaseSchema(t *testing.T) {
 }
 
 func TestNotADatabaseIsRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(path, []byte("just some text, not SQLite\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -171,6 +170,7 @@ func exitCode(err error) int {
 }
 
 func TestTwoServersOneChain(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	a := start(t, db)
 	b := start(t, db)
@@ -200,6 +200,7 @@ func TestTwoServersOneChain(t *testing.T) {
 }
 
 func TestTamperingIsReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		tamper []string
@@ -239,6 +240,7 @@ func TestTamperingIsReported(t *testing.T) {
 }
 
 func TestEventsAreDataNotSQL(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db)
 	s.ok("write_query", q("CREATE TABLE t (a)"))
@@ -282,6 +284,7 @@ func TestEventsAreDataNotSQL(t *testing.T) {
 }
 
 func TestCreateViewAndSchema(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db)
 	s.ok("write_query", q("CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT)"))

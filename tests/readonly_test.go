@@ -24,12 +24,28 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
 )
 
-// shopDB writes the sample shop database alone in a fresh folder, so that
+// The sample shop database, written once per test run and copied.
+var (
+	shopOnce     sync.Once
+	shopTemplate []byte
+	shopErr      error
+)
+
+// shopDB puts the sample shop database alone in a fresh folder, so that
 // any file a call creates beside it shows up in fileState.
 func shopDB(t *testing.T) string {
 	t.Helper()
+	shopOnce.Do(func() {
+		tmpl := filepath.Join(filepath.Dir(serverBin), "shop-template.db")
+		if shopErr = sampledb.Write(context.Background(), tmpl); shopErr == nil {
+			shopTemplate, shopErr = os.ReadFile(tmpl)
+		}
+	})
+	if shopErr != nil {
+		t.Fatal(shopErr)
+	}
 	path := filepath.Join(t.TempDir(), "shop.db")
-	if err := sampledb.Write(t.Context(), path); err != nil {
+	if err := os.WriteFile(path, shopTemplate, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -150,6 +166,7 @@ func (s *session) query(sql string, limitOffset ...int) page {
 }
 
 func TestReadonlyTools(t *testing.T) {
+	t.Parallel()
 	s := startRO(t, shopDB(t))
 	res, err := s.c.ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
@@ -199,6 +216,7 @@ func TestReadonlyTools(t *testing.T) {
 }
 
 func TestReadonlyListAndDescribe(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
 	s := startRO(t, db)
@@ -262,6 +280,7 @@ func TestReadonlyListAndDescribe(t *testing.T) {
 // TestReadonlyDescribeEdgeCases covers the key and foreign key rules on a
 // database made for them.
 func TestReadonlyDescribeEdgeCases(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "edge.db")
 	direct := openDirect(t, db)
 	for _, stmt := range []string{
@@ -324,6 +343,7 @@ func TestReadonlyDescribeEdgeCases(t *testing.T) {
 // SELECT and checks the error object and that neither the file nor its
 // folder changed.
 func TestReadonlyRefusals(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	s := startRO(t, db)
 	const ro, multi = "READ_ONLY_VIOLATION", "MULTIPLE_STATEMENTS"
@@ -411,6 +431,7 @@ func TestReadonlyRefusals(t *testing.T) {
 }
 
 func TestReadonlyArguments(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
 	s := startRO(t, db)
@@ -460,6 +481,7 @@ func TestReadonlyArguments(t *testing.T) {
 }
 
 func TestReadonlyPagination(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	s := startRO(t, db)
 	const all = "SELECT id, name FROM customers ORDER BY id" // 200 rows
@@ -536,6 +558,7 @@ func TestReadonlyPagination(t *testing.T) {
 }
 
 func TestReadonlyValues(t *testing.T) {
+	t.Parallel()
 	s := startRO(t, shopDB(t))
 	text := s.roOK("query_database", map[string]any{"sql": `SELECT 7 AS i, 1.5 AS r, 2.0 AS f, NULL AS n, x'00ff' AS b, 'say "hi"' || char(10) AS s, '' AS e, 1e999 AS inf`}, nil)
 	want := `{"columns":["i","r","f","n","b","s","e","inf"],"rows":[[7,1.5,2.0,null,"<blob 2 bytes>","say \"hi\"\n","","Inf"]],"returnedRows":1,"limit":100,"offset":0,"hasMore":false}`
@@ -557,6 +580,7 @@ func TestReadonlyValues(t *testing.T) {
 // TestReadonlyKeepsServing fails fifty calls in a row, of every kind, then
 // expects normal service and an unchanged file.
 func TestReadonlyKeepsServing(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
 	s := startRO(t, db)
@@ -584,9 +608,7 @@ func TestReadonlyKeepsServing(t *testing.T) {
 }
 
 func TestReadonlyRunawayQuery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the query timeout")
-	}
+	// Not parallel: it bounds how soon the query is stopped, which other tests on the 2 cores would skew.
 	db := shopDB(t)
 	before := fileState(t, db)
 	s := startRO(t, db, "--query-timeout", "1")
@@ -664,6 +686,7 @@ func startIn(t *testing.T, dir string, env []string, args ...string) (*session, 
 }
 
 func TestReadonlyDefaultDatabase(t *testing.T) {
+	t.Parallel()
 	t.Run("shop.db in the working folder", func(t *testing.T) {
 		db := shopDB(t)
 		before := fileState(t, db)
@@ -702,6 +725,7 @@ func TestReadonlyDefaultDatabase(t *testing.T) {
 }
 
 func TestReadonlyAuditDB(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
 	audit := filepath.Join(t.TempDir(), "audit", "audit.db")
@@ -748,6 +772,7 @@ func TestReadonlyAuditDB(t *testing.T) {
 }
 
 func TestReadonlyMissingDatabase(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, dir string, env []string, args ...string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -792,6 +817,7 @@ func TestReadonlyMissingDatabase(t *testing.T) {
 // directly for write or destructive mode on a file opened read-only. SQLite
 // itself must refuse every write, and the file must stay byte-identical.
 func TestReadonlyWorkerOpenIsReadOnly(t *testing.T) {
+	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
 	runWorker := func(t *testing.T, db string, readOnlyFile bool, mode, sql string) map[string]any {

@@ -31,6 +31,7 @@ second BIG line', 'log', NULL, NULL),
 }
 
 func TestSearchText(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db)
 	seedDocs(s)
@@ -151,6 +152,7 @@ func TestSearchText(t *testing.T) {
 }
 
 func TestSearchAudit(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	s := start(t, db)
 	seedDocs(s)
@@ -184,6 +186,7 @@ func TestSearchAudit(t *testing.T) {
 }
 
 func TestSearchCandidateCap(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t), "--search-candidates", "10")
 	s.ok("write_query", q("CREATE TABLE t (v TEXT)"))
 	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50) INSERT INTO t SELECT 'row ' || x FROM c"))
@@ -205,6 +208,7 @@ func TestSearchCandidateCap(t *testing.T) {
 }
 
 func TestSearchByteCap(t *testing.T) {
+	t.Parallel()
 	s := start(t, newDB(t), "--max-result-bytes", "256")
 	s.ok("write_query", q("CREATE TABLE t (v TEXT)"))
 	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40) INSERT INTO t SELECT printf('%050d needle', x) FROM c"))
@@ -221,9 +225,7 @@ func TestSearchByteCap(t *testing.T) {
 // engines explode over a large table: RE2 stays linear, the timeout stops
 // the scan, and the server keeps serving.
 func TestSearchPathologicalPattern(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 200k-row table")
-	}
+	// Not parallel: it bounds how soon the scan is stopped, which other tests on the 2 cores would skew.
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "1", "--search-candidates", "10000000")
 	s.ok("write_query", q("CREATE TABLE big (v TEXT)"))

@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+)
+
+// help is one subcommand's --help. Every subcommand prints the same
+// layout: a usage line, what it does, its flags, examples.
+type help struct {
+	usage    string      // after "Usage: mcp-sqlite-memory "
+	about    string      // what it does, wrapped by hand
+	flags    [][2]string // "--keep DIR", "what it means"
+	examples []string
+}
+
+// serverFlagsNote closes the flag list of the commands that take every
+// server flag.
+var serverFlagsNote = [2]string{"(any server flag)", "see mcp-sqlite-memory --help"}
+
+// subcommands, in the order the top-level help lists them. eval's flags are
+// read from its flag set, so they cannot drift from what it accepts.
+var subcommands = map[string]func() help{
+	"demo": func() help {
+		return help{
+			usage: "demo [--keep DIR]",
+			about: `Writes the sample shop database, starts this binary as a real stdio MCP
+server and walks a scripted session through it, printing every call.`,
+			flags:    [][2]string{{"--keep DIR", "write the database into DIR and keep it (default: a temporary folder)"}},
+			examples: []string{"mcp-sqlite-memory demo --keep ./demo && mcp-sqlite-memory verify --db ./demo/shop.db"},
+		}
+	},
+	"sample-db": func() help {
+		return help{
+			usage: "sample-db PATH",
+			about: `Writes the deterministic sample shop database (customers, products, orders,
+order_items; 2024-2025) to PATH; refuses to overwrite a non-empty file.`,
+			examples: []string{"mcp-sqlite-memory sample-db ./shop.db"},
+		}
+	},
+	"call": func() help {
+		return help{
+			usage: `call --db PATH [flags] TOOL ['{"arg":...}']`,
+			about: `Runs one tool call through the real path (worker, policy, audit) and prints
+its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`,
+			flags: [][2]string{
+				{"--db PATH", "the database (created if missing, as the server does)"},
+				{"-v, --verbose", "debug logs on stderr"},
+				serverFlagsNote,
+			},
+			examples: []string{
+				`mcp-sqlite-memory call --db memory.db read_query '{"query":"SELECT count(*) FROM query_log"}'`,
+				`mcp-sqlite-memory call --db memory.db append_event '{"content":"switched to WAL","kind":"decision"}'`,
+			},
+		}
+	},
+	"verify": func() help {
+		return help{
+			usage: "verify --db PATH",
+			about: `Checks the memory chain offline and prints the verify_chain JSON.
+Exit 0: intact; 1: broken; 2: not a usable memory database.`,
+			flags: [][2]string{
+				{"--db PATH", "the memory database"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db"},
+		}
+	},
+	"restore": func() help {
+		return help{
+			usage: "restore --db PATH SNAPSHOT",
+			about: `Copies a snapshot written by destructive_query back over the database. It
+refuses while any server holds the file: stop the MCP session first.`,
+			flags:    [][2]string{{"--db PATH", "the database to overwrite"}},
+			examples: []string{"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101500.123Z.db"},
+		}
+	},
+	"eval": func() help {
+		fs, _ := newEvalFlags()
+		return help{
+			usage: "eval (--model MODEL | --scripted) [flags]",
+			about: `Runs the analytics tasks (eval/tasks.json) through this binary started as
+"--profile readonly" over stdio, checks every answer against SQLite and
+prints a report. Exit status 1 when any task fails. The model run needs
+ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL points it at a proxy).`,
+			flags: flagRows(fs),
+			examples: []string{
+				"mcp-sqlite-memory eval --scripted            # scripted SQL, no model, no key",
+				"mcp-sqlite-memory eval --model claude-sonnet-4-5",
+				"mcp-sqlite-memory eval --model claude-sonnet-4-5 --task revenue_2025,join_latest_orders -v",
+			},
+		}
+	},
+	"worker": func() help {
+		return help{
+			usage: "worker < request.json",
+			about: `Runs one worker request (JSON on stdin) and writes one response (a JSON
+header line and the raw result) on stdout; see worker/README.md. The server
+runs its workers this way; by hand it is for fuzzing and debugging.`,
+			examples: []string{`echo '{"v":1,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
+		}
+	},
+	"version": func() help {
+		return help{
+			usage:    "version",
+			about:    `Prints the version of this build (also: --version): the module version, else the VCS revision (+dirty), else "devel".`,
+			examples: []string{"mcp-sqlite-memory version   # the same as: mcp-sqlite-memory --version"},
+		}
+	},
+}
+
+// write prints h in the common layout.
+func (h help) write(w io.Writer) {
+	fmt.Fprintf(w, "Usage: mcp-sqlite-memory %s\n\n%s\n", h.usage, h.about)
+	if len(h.flags) > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+		for _, f := range h.flags {
+			fmt.Fprintf(tw, "  %s\t%s\n", f[0], f[1])
+		}
+		tw.Flush()
+	}
+	fmt.Fprint(w, "\nExamples:\n")
+	for _, e := range h.examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+// flagRows lists a flag set in the help layout: "--name VALUE" and its
+// usage with the default, instead of Go's own "-name string" layout.
+func flagRows(fs *flag.FlagSet) [][2]string {
+	var rows [][2]string
+	fs.VisitAll(func(f *flag.Flag) {
+		value, usage := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if value != "" && !isBoolFlag(f) {
+			name += " " + strings.ToUpper(value)
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		rows = append(rows, [2]string{name, usage})
+	})
+	return rows
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// wantsHelp reports whether args ask for help: -h, -help or --help before
+// any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		switch a {
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// wantsVersion reports whether a serve command line asks for the version.
+func wantsVersion(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--version" || a == "-version" {
+			return true
+		}
+	}
+	return false
+}
+
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "mcp-sqlite-memory %s\n", server.Version())
+}
