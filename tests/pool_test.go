@@ -183,9 +183,18 @@ func TestWorkerBinaryChoice(t *testing.T) {
 				return
 			}
 			server := serverOf(tt.bin, db)
-			var workers []int
-			mustWaitFor(t, "a standby worker", func() bool { workers = workersOfServer(server); return len(workers) > 0 })
-			if args, _ := procArgs(workers[0]); !slices.Equal(args, tt.wantWorker) {
+			// A worker that has just answered may be exiting, with no
+			// command line left to read: wait for a live one.
+			var args []string
+			mustWaitFor(t, "a standby worker", func() bool {
+				for _, pid := range workersOfServer(server) {
+					if args, _ = procArgs(pid); len(args) > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			if !slices.Equal(args, tt.wantWorker) {
 				t.Fatalf("worker command line %q, want %q", args, tt.wantWorker)
 			}
 		})
