@@ -430,7 +430,7 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	// Started without --replicate, the server says that this database has
 	// been replicated and now is not, unless a service replicates it.
 	var stderr bytes.Buffer
-	plain := exec.Command(serverBin, "call", "--db", dbA, "verify_chain")
+	plain := exec.Command(serverBin, "call", "-v", "--db", dbA, "verify_chain")
 	plain.Stderr = &stderr
 	if out, err := plain.Output(); err != nil || !strings.Contains(stderr.String(), "has Litestream state but --replicate is not set") {
 		t.Fatalf("a server without --replicate on a replicated database: %v %s\n%s", err, out, stderr.String())
