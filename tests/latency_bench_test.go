@@ -248,9 +248,9 @@ func BenchmarkStandbyAnswer(b *testing.B) {
 	env := append(os.Environ(), sandbox.Allowance{DB: db}.Env(), worker.EnvPreopen+"="+worker.PreopenValue(db, false))
 	env = append(env, ipc.StandbyEnv(256)...)
 	env = append(env, ipc.EnvWarm+"=1")
-	req := fmt.Sprintf(`{"v":1,"op":"query","db":%q,"mode":"read","sql":"SELECT id, name, price, qty, note FROM items WHERE id = 1",`+
+	req := fmt.Sprintf(`{"v":%d,"op":"query","db":%q,"mode":"read","sql":"SELECT id, name, price, qty, note FROM items WHERE id = 1",`+
 		`"caps":{"max_rows":1000,"max_result_bytes":32768,"max_cell_chars":2000,"max_update_rows":500},`+
-		`"limits":{"timeout_ms":10000,"memory_mb":256,"max_growth_mb":512,"sandbox":true}}`, db)
+		`"limits":{"timeout_ms":10000,"memory_mb":256,"max_growth_mb":512,"sandbox":true}}`, ipc.Version, db)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
