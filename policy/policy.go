@@ -553,7 +553,16 @@ func (a *Authorizer) pragma(name, value string, valueNull bool) *Violation {
 	if a.mode == Select && !a.selectSeen {
 		// Inside a SELECT, PRAGMAs come from pragma_* table-valued
 		// functions and FTS5; a PRAGMA statement reports its PRAGMA first.
-		return a.readOnly("PRAGMA " + n + " is not allowed in query_database: " + selectOnlyText)
+		msg := "PRAGMA " + n + " is not allowed in query_database: " + selectOnlyText
+		if introspectionPragmas[n] || settingPragmas[n] {
+			// The same rows are there as a table-valued function.
+			arg := ""
+			if !valueNull {
+				arg = "('" + strings.ReplaceAll(value, "'", "''") + "')"
+			}
+			msg += "; read it as a table instead: SELECT * FROM pragma_" + n + arg
+		}
+		return a.readOnly(msg)
 	}
 	switch {
 	case introspectionPragmas[n]:

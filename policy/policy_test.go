@@ -168,7 +168,7 @@ var policyCases = []policyCase{
 	{name: "drop shadow table", sql: `DROP TABLE docs_data`, sel: ro, read: ro, write: ro, destr: sqe + ": may not be dropped"},
 
 	// PRAGMAs.
-	{name: "pragma table_info", sql: `PRAGMA table_info(notes)`, sel: ro + ": PRAGMA table_info is not allowed in query_database", read: ok, write: ok, destr: ok},
+	{name: "pragma table_info", sql: `PRAGMA table_info(notes)`, sel: ro + ": PRAGMA table_info is not allowed in query_database: " + selectOnly + "; read it as a table instead: SELECT * FROM pragma_table_info('notes')", read: ok, write: ok, destr: ok},
 	{name: "pragma table_xinfo qualified", sql: `PRAGMA main.table_xinfo('notes')`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma table_info of protected", sql: `PRAGMA table_info = memory_events`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma uppercase", sql: `PRAGMA INDEX_LIST(notes)`, sel: ro, read: ok, write: ok, destr: ok},
@@ -180,7 +180,7 @@ var policyCases = []policyCase{
 	{name: "pragma collation_list", sql: `PRAGMA collation_list`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma database_list", sql: `PRAGMA database_list`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma compile_options", sql: `PRAGMA compile_options`, sel: ro, read: ok, write: ok, destr: ok},
-	{name: "pragma integrity_check", sql: `PRAGMA integrity_check(10)`, sel: ro, read: ok, write: ok, destr: ok},
+	{name: "pragma integrity_check", sql: `PRAGMA integrity_check(10)`, sel: ro + ": PRAGMA integrity_check is not allowed in query_database: " + selectOnly + "; read it as a table instead: SELECT * FROM pragma_integrity_check('10')", read: ok, write: ok, destr: ok},
 	{name: "pragma quick_check", sql: `PRAGMA quick_check`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma page_count", sql: `PRAGMA page_count`, sel: ro, read: ok, write: ok, destr: ok},
 	{name: "pragma page_size", sql: `PRAGMA page_size`, sel: ro, read: ok, write: ok, destr: ok},

@@ -145,14 +145,7 @@ func TestPolicyDefectVirtualTableReads(t *testing.T) {
 		before := fileState(t, path)
 		s := startRO(t, path)
 		for _, sql := range selects {
-			var page struct {
-				Columns      []string `json:"columns"`
-				Rows         [][]any  `json:"rows"`
-				ReturnedRows int      `json:"returnedRows"`
-				Limit        int      `json:"limit"`
-				Offset       int      `json:"offset"`
-				HasMore      bool     `json:"hasMore"`
-			}
+			var page page
 			s.roOK("query_database", map[string]any{"sql": sql}, &page)
 			if page.ReturnedRows == 0 {
 				t.Errorf("%s: no rows", sql)
@@ -164,6 +157,17 @@ func TestPolicyDefectVirtualTableReads(t *testing.T) {
 			e := s.roFails("query_database", map[string]any{"sql": sql}, "READ_ONLY_VIOLATION")
 			if strings.Contains(e.Message, "INSERT") || !strings.Contains(e.Message, "only SELECT or WITH ... SELECT") {
 				t.Errorf("%s: %s", sql, e.Message)
+			}
+			// A PRAGMA's refusal names the SELECT that reads the same rows,
+			// and that SELECT answers.
+			if _, form, ok := strings.Cut(e.Message, "read it as a table instead: "); ok {
+				var page page
+				s.roOK("query_database", map[string]any{"sql": form}, &page)
+				if page.ReturnedRows == 0 {
+					t.Errorf("%s: the suggested %s gave no rows", sql, form)
+				}
+			} else if strings.HasPrefix(sql, "PRAGMA") {
+				t.Errorf("%s: no SELECT form suggested: %s", sql, e.Message)
 			}
 		}
 		if fileState(t, path) != before {

@@ -59,7 +59,11 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 	}
 	if !readOnly || (ex.mode == policy.Select && explain) {
 		if ex.mode == policy.Select {
-			return nil, ipc.NewError(ipc.CodeReadOnly, "only SELECT or WITH ... SELECT statements are allowed; this server is read-only")
+			what := "only SELECT or WITH ... SELECT statements are allowed; this server is read-only"
+			if explain {
+				what = "EXPLAIN is not allowed in query_database: " + what
+			}
+			return nil, ipc.NewError(ipc.CodeReadOnly, what)
 		}
 		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
 	}
