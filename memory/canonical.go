@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
 	"strconv"
 	"strings"
 	"time"
@@ -84,22 +85,7 @@ func appendCanonicalBytes(dst, s []byte) []byte {
 		if i == len(s) {
 			return append(dst, '"')
 		}
-		switch c := s[i]; c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
+		dst = jsonesc.AppendByte(dst, s[i])
 		s = s[i+1:]
 	}
 }
@@ -159,22 +145,7 @@ func appendJSONString(dst []byte, s string, ensureASCII bool) []byte {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
+		dst = jsonesc.AppendByte(dst, c)
 		i++
 		start = i
 	}

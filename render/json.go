@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -101,8 +102,6 @@ func (w *JSON) Finish(moreRows bool) []byte {
 	return b
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s as a JSON string, cut to max characters when
 // max > 0, and reports whether it cut. Only what JSON requires is escaped:
 // quote, backslash and control characters; invalid UTF-8 becomes \ufffd.
@@ -119,22 +118,7 @@ func appendJSONString(dst []byte, s string, max int) ([]byte, bool) {
 				continue
 			}
 			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			dst = jsonesc.AppendByte(dst, c)
 			i++
 			start = i
 			continue

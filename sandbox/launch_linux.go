@@ -107,17 +107,7 @@ func allowLaunch(ruleset, abi int, binary string, rep *Report) error {
 		}
 		files, _ = launchFiles.LoadOrStore(binary, list)
 	}
-	for _, p := range files.([]string) {
-		if err := allow(ruleset, abi, p, run, true, rep); err != nil {
-			return err
-		}
-	}
-	for _, p := range []string{"/etc/ld.so.cache", "/etc/ld.so.preload"} {
-		if err := allow(ruleset, abi, p, read, true, rep); err != nil {
-			return err
-		}
-	}
-	return nil
+	return allowPrograms(ruleset, abi, files.([]string), rep)
 }
 
 func filesToLaunch(binary string) ([]string, error) {

@@ -250,7 +250,12 @@ func allowExec(ruleset int, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	paths = append(paths, mapped...)
+	return allowPrograms(ruleset, abi, append(paths, mapped...), rep)
+}
+
+// allowPrograms lets paths be run and mapped, and the dynamic loader read
+// its cache.
+func allowPrograms(ruleset, abi int, paths []string, rep *Report) error {
 	for _, p := range paths {
 		if err := allow(ruleset, abi, p, run, true, rep); err != nil {
 			return err

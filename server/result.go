@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
 	"io"
 	"strconv"
 	"sync"
@@ -145,22 +146,7 @@ func appendJSONText(dst []byte, s string) []byte {
 		}
 		c := b[i]
 		if c < utf8.RuneSelf {
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			dst = jsonesc.AppendByte(dst, c)
 			b = b[i+1:]
 			continue
 		}

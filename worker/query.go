@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
@@ -265,7 +266,15 @@ func columnNames(st *rawsqlite.Stmt) []string {
 
 // readRow reads the current row with each value's own storage class, so a
 // REAL reads as REAL and a TEXT date stays text.
-func readRow(st *rawsqlite.Stmt, row []render.Value) {
+func readRow(st *rawsqlite.Stmt, row []render.Value) { readValues(st, row, false) }
+
+// readRowView is readRow for a row that is rendered before the statement
+// steps again: TEXT values alias SQLite's row memory instead of being
+// copied into Go strings, one allocation per cell saved. The strings it
+// puts in row are valid only until the next Step, Reset or Finalize.
+func readRowView(st *rawsqlite.Stmt, row []render.Value) { readValues(st, row, true) }
+
+func readValues(st *rawsqlite.Stmt, row []render.Value, aliasText bool) {
 	for i := range row {
 		switch st.ColumnType(i) {
 		case rawsqlite.TypeInteger:
@@ -273,7 +282,12 @@ func readRow(st *rawsqlite.Stmt, row []render.Value) {
 		case rawsqlite.TypeFloat:
 			row[i] = render.Value{Kind: render.Real, Real: st.ColumnDouble(i)}
 		case rawsqlite.TypeText:
-			row[i] = render.Value{Kind: render.Text, Text: st.ColumnText(i)}
+			if aliasText {
+				b := st.ColumnTextView(i)
+				row[i] = render.Value{Kind: render.Text, Text: unsafe.String(unsafe.SliceData(b), len(b))}
+			} else {
+				row[i] = render.Value{Kind: render.Text, Text: st.ColumnText(i)}
+			}
 		case rawsqlite.TypeBlob:
 			row[i] = render.Value{Kind: render.Blob, BlobLen: st.ColumnBytes(i)}
 		default:

@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
@@ -39,26 +38,4 @@ func (r *result) finish(more bool) *ipc.Response {
 	}
 	text := r.csv.Finish(more)
 	return &ipc.Response{Text: unsafe.String(unsafe.SliceData(text), len(text)), Rows: int64(r.csv.Rows())}
-}
-
-// readRowView is readRow for a row that is rendered before the statement
-// steps again: TEXT values alias SQLite's row memory instead of being
-// copied into Go strings, one allocation per cell saved. The strings it
-// puts in row are valid only until the next Step, Reset or Finalize.
-func readRowView(st *rawsqlite.Stmt, row []render.Value) {
-	for i := range row {
-		switch st.ColumnType(i) {
-		case rawsqlite.TypeInteger:
-			row[i] = render.Value{Kind: render.Integer, Int: st.ColumnInt64(i)}
-		case rawsqlite.TypeFloat:
-			row[i] = render.Value{Kind: render.Real, Real: st.ColumnDouble(i)}
-		case rawsqlite.TypeText:
-			b := st.ColumnTextView(i)
-			row[i] = render.Value{Kind: render.Text, Text: unsafe.String(unsafe.SliceData(b), len(b))}
-		case rawsqlite.TypeBlob:
-			row[i] = render.Value{Kind: render.Blob, BlobLen: st.ColumnBytes(i)}
-		default:
-			row[i] = render.Value{Kind: render.Null}
-		}
-	}
 }
