@@ -25,28 +25,10 @@ import (
 
 // Tests of the standby pool and of the worker binary the server picks.
 
-// logBuffer collects a server's stderr while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // count returns how many log lines contain all of parts.
-func (l *logBuffer) count(parts ...string) int {
+func (b *lockedBuffer) count(parts ...string) int {
 	n := 0
-	for _, line := range strings.Split(l.String(), "\n") {
+	for _, line := range strings.Split(b.String(), "\n") {
 		all := true
 		for _, p := range parts {
 			all = all && strings.Contains(line, p)
@@ -59,9 +41,9 @@ func (l *logBuffer) count(parts ...string) int {
 }
 
 // startLogged is start with a choice of server binary and its stderr kept.
-func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *logBuffer) {
+func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lockedBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &lockedBuffer{}
 	args := append([]string{"--db", db}, flags...)
 	c, err := client.NewStdioMCPClientWithOptions(bin, os.Environ(), args, transport.WithCommandStderrWriter(logs))
 	if err != nil {

@@ -633,7 +633,8 @@ func TestReadonlyRunawayQuery(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a child's stderr, written from another goroutine.
+// lockedBuffer collects a child's stderr (a server's log), written from
+// another goroutine while the test reads it.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
