@@ -299,7 +299,10 @@ func ReadResponse(r io.Reader) (*Response, error) {
 // ReadResponseProgress is ReadResponse that passes every progress frame to
 // progress (if not nil) as it arrives, before it returns.
 func ReadResponseProgress(r io.Reader, progress func(Progress)) (*Response, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	// Small: a header is a few hundred bytes, and a payload larger than
+	// the buffer is read straight into its own slice. A 64 KiB buffer was
+	// 64 KiB allocated and zeroed on every call.
+	br := bufio.NewReaderSize(r, 4<<10)
 	var resp Response
 	for {
 		line, err := readFrameLine(br, maxHeaderBytes)

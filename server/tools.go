@@ -267,7 +267,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	if !worker.ViewName.MatchString(name) {
+	if !worker.ValidViewName(name) {
 		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
 	}
 	sel, err := a.str("select_sql", true, "")

@@ -164,7 +164,10 @@ func emptyProgram(b *testing.B) string {
 // how the server starts its workers on Linux: confined by the front before
 // the exec, so no build re-executes. Standby workers pay all of this before
 // their call; these figures are what a call pays when no standby is left,
-// and what each refill costs the machine.
+// and what each refill costs the machine. A default build links cgo
+// (modernc.org/libc imports github.com/google/uuid, which imports net), so
+// the lean worker maps the dynamic loader and libc at every start; the
+// "static" variants are the same code built with CGO_ENABLED=0.
 func BenchmarkWorkerSpawn(b *testing.B) {
 	db := filepath.Join(b.TempDir(), "spawn.db")
 	start(b, db).ok("verify_chain", nil)
@@ -193,6 +196,9 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 		{name: "worker-sandbox", bin: workerBin, env: []string{sandboxEnv}},
 		{name: "worker-launched", bin: workerBin, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
 		{name: "worker-static-sandbox", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}},
+		// The lean worker built with CGO_ENABLED=0, started as the server
+		// starts it: no dynamic loader, no libc to map.
+		{name: "worker-static-launched", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
 		{name: "server", bin: serverBin, args: []string{"worker"}},
 		{name: "server-sandbox", bin: serverBin, args: []string{"worker"}, env: []string{sandboxEnv}},
 		{name: "server-static-sandbox", bin: filepath.Join(static, "server"), args: []string{"worker"}, env: []string{sandboxEnv}},

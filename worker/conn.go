@@ -41,6 +41,14 @@ type executor struct {
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
+
+	// What setup has done to conn so far, so that a connection a standby
+	// readied ahead is only changed where the request differs: the busy
+	// timeout in force, whether query_only is on, whether the authorizer
+	// (which asks ex.auth) is installed.
+	busy       time.Duration
+	queryOnly  bool
+	authorizer bool
 }
 
 func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
@@ -48,15 +56,17 @@ func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
 	if err != nil {
 		return nil, ipc.NewError(ipc.CodeInvalidArgument, err.Error())
 	}
-	conn := takePreopened(req)
-	if conn == nil {
-		if conn, err = openConn(req.DB, req.ReadOnlyFile); err != nil {
+	ex := takePreopened(req)
+	if ex == nil {
+		conn, err := openConn(req.DB, req.ReadOnlyFile)
+		if err != nil {
 			return nil, err
 		}
+		ex = &executor{conn: conn}
 	}
-	ex := &executor{req: req, log: log, conn: conn, mode: mode}
+	ex.req, ex.log, ex.mode = req, log, mode
 	if err := ex.setup(); err != nil {
-		conn.Close()
+		ex.conn.Close()
 		return nil, err
 	}
 	return ex, nil
@@ -140,22 +150,35 @@ func (ex *executor) close() {
 }
 
 // setup readies the connection for this request: lock waits within its
-// timeout, query_only or the growth cap, then the authorizer of its mode.
+// timeout, query_only or the growth cap, then a fresh policy of its mode
+// behind the authorizer. What a standby readied ahead for the same request
+// shape (see readyAhead) is not done twice.
 func (ex *executor) setup() error {
 	c := ex.conn
 	busy := time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
 	if busy <= 0 || busy > busyTimeoutCap {
 		busy = busyTimeoutCap
 	}
-	if err := c.BusyTimeout(busy); err != nil {
-		return err
+	if busy != ex.busy {
+		if err := c.BusyTimeout(busy); err != nil {
+			return err
+		}
+		ex.busy = busy
 	}
-	if ex.mode <= policy.Read {
-		if err := c.Exec("PRAGMA query_only=1"); err != nil {
+	if readOnly := ex.mode <= policy.Read; readOnly != ex.queryOnly {
+		pragma := "PRAGMA query_only=0"
+		if readOnly {
+			pragma = "PRAGMA query_only=1"
+		}
+		if err := c.Exec(pragma); err != nil {
 			return ex.classify(err)
 		}
-	} else if err := ex.capGrowth(); err != nil {
-		return err
+		ex.queryOnly = readOnly
+	}
+	if ex.mode > policy.Read {
+		if err := ex.capGrowth(); err != nil {
+			return err
+		}
 	}
 	var opts policy.Options
 	if ex.mode >= policy.Write {
@@ -169,12 +192,19 @@ func (ex *executor) setup() error {
 		opts.CreateView = ex.req.View.Name
 	}
 	ex.auth = policy.New(ex.mode, opts)
-	return c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
+	if ex.authorizer {
+		return nil
+	}
+	if err := c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
 		return ex.auth.Authorize(policyCall(r))
-	})
+	}); err != nil {
+		return err
+	}
+	ex.authorizer = true
+	return nil
 }
 
 // policyCall passes one authorizer request to the policy, with what the

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -26,11 +26,12 @@ func PreopenValue(db string, readOnly bool) string {
 	return db
 }
 
-// preopened is the connection opened ahead, if any.
+// preopened is the connection opened ahead, if any, held by the executor
+// that will run the request.
 var preopened struct {
 	path     string
 	readOnly bool
-	conn     *rawsqlite.Conn
+	ex       *executor
 }
 
 // preopen opens the database named by EnvPreopen. Nothing of the agent's
@@ -53,32 +54,73 @@ func preopen(log hclog.Logger) {
 		c.Close()
 		return
 	}
-	preopened.path, preopened.readOnly, preopened.conn = path, readOnly, c
+	preopened.path, preopened.readOnly, preopened.ex = path, readOnly, &executor{conn: c}
 }
 
-// takePreopened hands over the connection opened ahead when it is the one
-// req needs, and closes it otherwise.
-func takePreopened(req *ipc.Request) *rawsqlite.Conn {
-	c := preopened.conn
-	if c == nil {
+// takePreopened hands over the executor of the connection opened ahead
+// when it is the one req needs, and closes it otherwise.
+func takePreopened(req *ipc.Request) *executor {
+	ex := preopened.ex
+	if ex == nil {
 		return nil
 	}
-	preopened.conn = nil
+	preopened.ex = nil
 	if preopened.readOnly == req.ReadOnlyFile && sandbox.SamePath(preopened.path, req.DB) {
-		return c
+		ex.detail, ex.clock, ex.progress = nil, nil, nil
+		return ex
 	}
-	c.Close()
+	ex.conn.Close()
 	return nil
+}
+
+// warmQuery is the statement a standby runs through the request's whole
+// path (policy, compile, step, render) before its request comes: it reads
+// one row of the schema, which every database has.
+const warmQuery = "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_schema WHERE rowid = 1"
+
+// readyAhead readies the connection opened ahead for the mode most calls
+// use (read; select on a read-only file), as setup does for a request:
+// lock waits, query_only, the authorizer. A request in that mode then
+// only gets its own fresh policy; one in another mode has setup change
+// what differs. It then runs warmQuery under that policy and renders it,
+// so that the request's own statement finds SQLite's and the renderer's
+// code and memory already touched: after the idle wait of a standby each
+// first touch is a page fault. Nothing here depends on a request, and no
+// agent SQL runs.
+func readyAhead(log hclog.Logger) {
+	ex := preopened.ex
+	if ex == nil {
+		return
+	}
+	mode := policy.Read
+	if preopened.readOnly {
+		mode = policy.Select
+	}
+	ex.req = &ipc.Request{Op: ipc.OpQuery, Mode: mode.String(), DB: preopened.path, SQL: warmQuery,
+		Caps: ipc.Caps{MaxRows: 1, MaxResultBytes: 32 << 10, MaxCellChars: 100}}
+	ex.log, ex.mode = log, mode
+	if err := ex.setup(); err != nil {
+		log.Debug("connection not readied ahead", "error", err)
+		ex.conn.Close()
+		preopened.ex = nil
+		return
+	}
+	if _, err := ex.query(); err != nil {
+		log.Debug("warm-up statement failed", "error", err)
+	}
+	ex.auth.Reset()
 }
 
 // prepare does before the request what no request changes: the process
 // and memory limits the front configured, the connection opened ahead, and
-// (for a standby, which has the time) a warm JSON codec. The memory limit comes last, so that its baseline
-// includes the open connection. An error is the limits' and fails the
-// request that follows.
+// (for a standby, which has the time) the connection readied for a read
+// with a statement run through it, and a warm JSON codec. The memory limit
+// comes last, so that its baseline includes the open connection. An error
+// is the limits' and fails the request that follows.
 func prepare(log hclog.Logger) error {
 	preopen(log)
 	if os.Getenv(ipc.EnvWarm) == "1" {
+		readyAhead(log)
 		warmCodec()
 	}
 	return applyStandbyLimits(log)

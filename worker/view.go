@@ -3,7 +3,6 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
@@ -11,8 +10,21 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// ViewName is the shape of a view name create_view accepts.
-var ViewName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// ValidViewName reports whether name has the shape create_view accepts:
+// ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
+// init would cost every worker start, and most workers never see a view.
+func ValidViewName(name string) bool {
+	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // ViewSQL is the statement create_view stores: the description lives in the
 // view's own SQL, so get_schema shows it to the next session.
@@ -29,7 +41,7 @@ func ViewSQL(name, description, selectSQL string) string {
 // createView compiles the SELECT under the read policy first, then stores it.
 func (ex *executor) createView() (*ipc.Response, error) {
 	v := ex.req.View
-	if v == nil || !ViewName.MatchString(v.Name) {
+	if v == nil || !ValidViewName(v.Name) {
 		return nil, ipc.NewError(ipc.CodeInvalidArgument, "name must match ^[A-Za-z_][A-Za-z0-9_]*$")
 	}
 	if policy.IsProtected(v.Name) {
