@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
@@ -51,8 +52,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		switch args[0] {
 		case "worker":
 			return worker.Main(env.Stdin, env.Stdout, env.Stderr)
-		case server.GuardCommand: // started by the server for --replicate
-			return server.RunLitestreamGuard(args[1:], env.Stdin, env.Stderr)
+		case replicate.GuardCommand: // started by the server for --replicate
+			return replicate.RunGuard(args[1:], env.Stdin, env.Stderr)
 		case "demo":
 			return report(env, demo(ctx, args[1:], env))
 		case "sample-db":

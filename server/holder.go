@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-)
 
-// errHeld means another process holds the database (a running server).
-var errHeld = errors.New("held by another process")
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
+)
 
 // holdShared marks the database as in use by this server until the file is
 // closed: every server holds a shared lock, restore needs an exclusive one.
@@ -20,7 +19,7 @@ func holdShared(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lockFile(f, false); err != nil {
+	if err := filelock.Shared(f); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -42,8 +41,8 @@ func Restore(db, snapshot string) error {
 		return err
 	}
 	defer f.Close()
-	if err := lockFile(f, true); err != nil {
-		if errors.Is(err, errHeld) {
+	if err := filelock.Exclusive(f); err != nil {
+		if errors.Is(err, filelock.ErrHeld) {
 			return fmt.Errorf("a server is using %s; stop it (close the MCP host's session) and run restore again", db)
 		}
 		return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
@@ -82,9 +83,17 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now())}
 	s.shutdown, s.beginShutdown = context.WithCancel(context.Background())
 	// Before anything is opened or created: a bad --replicate leaves no file.
-	replicate, err := s.planReplication(ctx)
+	replication, err := replicate.Plan(ctx, replicate.Options{
+		Config: cfg.Replicate, Litestream: cfg.Litestream,
+		DB: abs, ReadOnly: cfg.Profile == ProfileReadonly, AuditDB: cfg.AuditDB,
+		Log: log,
+	})
 	if err != nil {
 		s.beginShutdown()
+		var bad *replicate.UsageError
+		if errors.As(err, &bad) {
+			err = &UsageError{Msg: bad.Msg}
+		}
 		return nil, err
 	}
 
@@ -112,7 +121,9 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	s.closers = append(s.closers, hold)
 	// After the database is open (and created), so that Litestream finds it
 	// in WAL mode; closed after it, so that its final sync sees every write.
-	if err := s.startReplication(replicate, hold); err != nil {
+	// Closed even if it fails to start: it may still sync once.
+	s.closers = append(s.closers, replication)
+	if err := replication.Start(hold); err != nil {
 		s.Close()
 		return nil, err
 	}

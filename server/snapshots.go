@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
@@ -42,8 +43,8 @@ func (s *Server) removeSnapshotLeftovers() {
 		return
 	}
 	defer f.Close()
-	if err := lockFile(f, true); err != nil {
-		if !errors.Is(err, errHeld) {
+	if err := filelock.Exclusive(f); err != nil {
+		if !errors.Is(err, filelock.ErrHeld) {
 			s.log.Debug("snapshot leftovers not checked", "error", err)
 		}
 		return

@@ -34,6 +34,7 @@ var forbidden = []string{
 	"html/template",                    //
 	"text/template",                    //
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server",
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate", // Litestream and its guard: the front's job
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/cli",
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval",
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory",

@@ -1,4 +1,4 @@
-package server
+package replicate
 
 import (
 	"io"
@@ -15,19 +15,19 @@ import (
 // `mcp-sqlite-memory litestream-guard LITESTREAM CONFIG`.
 const GuardCommand = "litestream-guard"
 
-// RunLitestreamGuard runs `litestream replicate -config CONFIG` until its
-// stdin ends (the server closed it, or died) or it gets SIGINT/SIGTERM,
-// then asks Litestream to stop, once, so that it syncs what is left, waits
-// for it, and runs `litestream replicate -once` to sync anything it had
-// not yet picked up (Litestream opens a database on its first monitor
-// tick; a session shorter than that leaves the daemon nothing to sync). It
-// returns the exit status: 0 after a requested stop, 1 when Litestream
-// exited by itself (the server reports it).
+// RunGuard is the guard: it runs `litestream replicate -config CONFIG`
+// until its stdin ends (the server closed it, or died) or it gets
+// SIGINT/SIGTERM, then asks Litestream to stop, once, so that it syncs what
+// is left, waits for it, and runs `litestream replicate -once` to sync
+// anything it had not yet picked up (Litestream opens a database on its
+// first monitor tick; a session shorter than that leaves the daemon nothing
+// to sync). It returns the exit status: 0 after a requested stop, 1 when
+// Litestream exited by itself (the server reports it).
 //
 // The guard holds whatever descriptors it inherited (the server's locks)
 // until it exits, so they outlive the server by exactly as long as
 // replication still runs.
-func RunLitestreamGuard(args []string, stdin io.Reader, stderr io.Writer) int {
+func RunGuard(args []string, stdin io.Reader, stderr io.Writer) int {
 	log := hclog.New(&hclog.LoggerOptions{Name: "mcp-sqlite-memory.replication", Output: stderr, Level: hclog.Info})
 	if len(args) != 2 {
 		log.Error("usage: " + GuardCommand + " LITESTREAM CONFIG (started by the server for --replicate)")
@@ -75,8 +75,8 @@ func RunLitestreamGuard(args []string, stdin io.Reader, stderr io.Writer) int {
 		// A signal that arrives before Litestream has set up its handler
 		// ends it at once; the final sync below makes up for it.
 		log.Debug("Litestream stopped", "status", exitStatus(err))
-	case <-time.After(LitestreamStopTimeout):
-		log.Error("Litestream did not stop in time; killed (the final sync below still runs)", "waited", LitestreamStopTimeout)
+	case <-time.After(litestreamStopTimeout):
+		log.Error("Litestream did not stop in time; killed (the final sync below still runs)", "waited", litestreamStopTimeout)
 		_ = cmd.Process.Kill()
 		<-exited
 	}

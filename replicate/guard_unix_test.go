@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package replicate
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func TestLitestreamGuard(t *testing.T) {
 			stdin, end := pipeStdin(t)
 			var stderr bytes.Buffer
 			done := make(chan int, 1)
-			go func() { done <- RunLitestreamGuard([]string{self, "cfg.yml"}, stdin, &stderr) }()
+			go func() { done <- RunGuard([]string{self, "cfg.yml"}, stdin, &stderr) }()
 			if tt.mode == "" {
 				waitFileContains(t, log, "started")
 				end.Close()
@@ -110,7 +110,7 @@ func TestLitestreamGuard(t *testing.T) {
 	}
 	t.Run("bad arguments", func(t *testing.T) {
 		var stderr bytes.Buffer
-		if status := RunLitestreamGuard([]string{"only-one"}, strings.NewReader(""), &stderr); status != 2 || !strings.Contains(stderr.String(), "usage") {
+		if status := RunGuard([]string{"only-one"}, strings.NewReader(""), &stderr); status != 2 || !strings.Contains(stderr.String(), "usage") {
 			t.Fatalf("status %d, log %q", status, stderr.String())
 		}
 	})

@@ -1,4 +1,4 @@
-package server
+package filelock
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// lockFile locks one byte at offset 2^62, far past SQLite's lock bytes and
+// lock locks one byte at offset 2^62, far past SQLite's lock bytes and
 // any real file size, shared (server) or exclusive (restore), without
 // waiting.
-func lockFile(f *os.File, exclusive bool) error {
+func lock(f *os.File, exclusive bool) error {
 	flags := uint32(windows.LOCKFILE_FAIL_IMMEDIATELY)
 	if exclusive {
 		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
@@ -18,7 +18,7 @@ func lockFile(f *os.File, exclusive bool) error {
 	ol := &windows.Overlapped{OffsetHigh: 1 << 30}
 	err := windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
-		return errHeld
+		return ErrHeld
 	}
 	return err
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package filelock
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile takes a shared (server) or exclusive (restore) flock without
+// lock takes a shared (server) or exclusive (restore) flock without
 // waiting. flock locks are separate from the POSIX locks SQLite uses.
-func lockFile(f *os.File, exclusive bool) error {
+func lock(f *os.File, exclusive bool) error {
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX
 	}
 	err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errHeld
+		return ErrHeld
 	}
 	return err
 }

@@ -1,9 +1,11 @@
-package server
+package replicate
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,6 +102,71 @@ func TestExecKey(t *testing.T) {
 		t.Run(text, func(t *testing.T) {
 			if got := execKey.MatchString(text); got != want {
 				t.Fatalf("execKey on %q = %v", text, got)
+			}
+		})
+	}
+}
+
+// TestPlanOffAndRefused covers what Plan decides without running
+// Litestream: nothing to check without --replicate, and refusals that come
+// before Litestream is looked for.
+func TestPlanOffAndRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "memory.db")
+	for _, tt := range []struct {
+		name string
+		o    Options
+		err  string // "" = planned
+	}{
+		{"no --replicate", Options{DB: db}, ""},
+		{"no --replicate, readonly", Options{DB: db, ReadOnly: true}, ""},
+		{"readonly without --audit-db", Options{Config: "ls.yml", DB: db, ReadOnly: true}, "writes nothing to replicate"},
+		{"config missing", Options{Config: filepath.Join(dir, "missing.yml"), DB: db}, "cannot read the Litestream config"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Plan(context.Background(), tt.o)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				// Off: Start and Close touch nothing.
+				if err := r.Start(nil); err != nil {
+					t.Fatalf("Start: %v", err)
+				}
+				if err := r.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				if _, err := os.Stat(litestreamMetaDir(db)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("Litestream's state folder: %v, want none", err)
+				}
+				return
+			}
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "Try:") {
+				t.Fatalf("got %v, want a usage error with %q and a Try: line", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestWrittenFiles(t *testing.T) {
+	abs, err := filepath.Abs("audit.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "memory.db")
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"memory profile: its database", Options{DB: db}, []string{db}},
+		{"readonly: the audit file", Options{DB: db, ReadOnly: true, AuditDB: "audit.db"}, []string{abs}},
+		{"readonly without audit: nothing", Options{DB: db, ReadOnly: true}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.o.writtenFiles(); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
 	}

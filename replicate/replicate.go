@@ -1,4 +1,4 @@
-package server
+package replicate
 
 import (
 	"bytes"
@@ -20,22 +20,25 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver for hasReplicationTables
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 )
 
-// LitestreamVersion is the Litestream release the README's recipe and the
+// litestreamVersion is the Litestream release the README's recipe and the
 // end-to-end tests use.
-const LitestreamVersion = "v0.5.18"
+const litestreamVersion = "v0.5.18"
 
 // Delays of --replicate, variables so that tests can shorten them.
 var (
-	// LitestreamStopTimeout bounds each wait at shutdown: for the daemon's
+	// litestreamStopTimeout bounds each wait at shutdown: for the daemon's
 	// clean stop (its own shutdown-sync-timeout defaults to 30 s) and for
 	// the final `replicate -once`. Past it the process is killed.
-	LitestreamStopTimeout = 45 * time.Second
-	// ReplicatorPoll is how often a server whose database is already
+	litestreamStopTimeout = 45 * time.Second
+	// replicatorPoll is how often a server whose database is already
 	// replicated by another server's Litestream checks whether it may take
 	// over.
-	ReplicatorPoll = time.Second
+	replicatorPoll = time.Second
 )
 
 // execKey finds a top-level exec: entry in a Litestream config.
@@ -46,7 +49,33 @@ var execKey = regexp.MustCompile(`(?m)^exec[ \t]*:`)
 // Litestream processes on one database would both write its replica.
 const replicatorLockName = "mcp-sqlite-memory-replicator.lock"
 
-// replication runs `litestream replicate` beside the server (--replicate).
+// UsageError is a bad --replicate setting, or a config or database the
+// user must fix before the server may start: the caller reports it like a
+// bad command line. Its message ends with a "Try:" line.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Options are the server's settings and files that replication needs.
+type Options struct {
+	// Config is the Litestream config file (--replicate); "" when the
+	// server does not run Litestream.
+	Config string
+	// Litestream is the Litestream binary (--litestream): a path, or a
+	// name looked up on PATH.
+	Litestream string
+	// DB is the server's database, as an absolute path.
+	DB string
+	// ReadOnly is the readonly profile: DB is never written, and AuditDB
+	// (if set) is the only file the server writes.
+	ReadOnly bool
+	// AuditDB is the readonly profile's --audit-db file, or "".
+	AuditDB string
+	// Log gets replication's messages, under the name "replication".
+	Log hclog.Logger
+}
+
+// Replication runs `litestream replicate` beside the server (--replicate).
 // Litestream is a child of the server, not the other way round, because
 // Litestream's -exec gives its child /dev/null as stdin, which ends an MCP
 // session at once. The server owns stdin and stdout; Litestream's output is
@@ -54,7 +83,7 @@ const replicatorLockName = "mcp-sqlite-memory-replicator.lock"
 // protocol stream.
 //
 // Litestream runs under a guard: this binary re-run as `litestream-guard`
-// (see RunLitestreamGuard), whose stdin is a pipe from the server. When the
+// (see RunGuard), whose stdin is a pipe from the server. When the
 // server stops, or dies, that pipe ends, and the guard stops Litestream
 // cleanly and syncs once more. Pdeathsig cannot do this: as a dying
 // process's threads exit one by one, the kernel signals the child again
@@ -65,13 +94,17 @@ const replicatorLockName = "mcp-sqlite-memory-replicator.lock"
 // take over when it stops. The guard inherits the lock, and the server's
 // shared lock on the database (on Unix), so neither is released before
 // Litestream has finished, even when the server is killed.
-type replication struct {
+//
+// Plan returns it before the server opens anything, Start runs it once the
+// server's files are open, and Close stops it after the server has closed
+// its own connections.
+type Replication struct {
 	log    hclog.Logger
-	bin    string
-	config string
-	dbs    []string
+	bin    string   // "" without --replicate
+	config string   // "" without --replicate
+	dbs    []string // the files this server writes, all listed in config
 	hold   *os.File // the server's shared lock on the database
-	lock   *os.File // the replicator lock file, locked or not
+	lock   *os.File // the replicator lock file, locked or not; nil until started
 
 	mu       sync.Mutex
 	locked   bool      // this server holds the replicator lock
@@ -83,27 +116,26 @@ type replication struct {
 	loopDone chan struct{}
 }
 
-// replicationPlan is what --replicate checked before the server opened
-// anything.
-type replicationPlan struct {
-	bin, config string
-	dbs         []string // the files this server writes, all listed in config
-}
-
-// planReplication checks --replicate before the server opens or creates any
-// file, so that a bad setting leaves nothing behind: the Litestream binary,
-// a config that `litestream databases` reads and that lists exactly the
-// files this server writes, and no fresh file about to overwrite a
-// replica's newest state. It returns nil without --replicate.
-func (s *Server) planReplication(ctx context.Context) (*replicationPlan, error) {
-	if s.cfg.Replicate == "" {
-		return nil, nil
+// Plan checks --replicate before the server opens or creates any file, so
+// that a bad setting leaves nothing behind: the Litestream binary, a config
+// that `litestream databases` reads and that lists exactly the files this
+// server writes, and no fresh file about to overwrite a replica's newest
+// state. Without --replicate it checks nothing. A setting the user must fix
+// comes back as *UsageError.
+func Plan(ctx context.Context, o Options) (*Replication, error) {
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
-	want := s.writtenFiles()
+	want := o.writtenFiles()
+	r := &Replication{log: log.Named("replication"), dbs: want}
+	if o.Config == "" {
+		return r, nil
+	}
 	if len(want) == 0 {
 		return nil, &UsageError{"--replicate: the readonly profile writes nothing to replicate but its --audit-db file\nTry: --audit-db ./audit.db (and list it in the Litestream config), or drop --replicate"}
 	}
-	config, err := filepath.Abs(s.cfg.Replicate)
+	config, err := filepath.Abs(o.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -114,15 +146,15 @@ func (s *Server) planReplication(ctx context.Context) (*replicationPlan, error) 
 	if execKey.Match(text) {
 		return nil, &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
 	}
-	bin, err := exec.LookPath(s.cfg.Litestream)
+	bin, err := exec.LookPath(o.Litestream)
 	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream not found (%v)\nTry: go install github.com/benbjohnson/litestream/cmd/litestream@%s, then --litestream PATH if it is not on PATH", err, LitestreamVersion)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream not found (%v)\nTry: go install github.com/benbjohnson/litestream/cmd/litestream@%s, then --litestream PATH if it is not on PATH", err, litestreamVersion)}
 	}
 	listed, err := litestreamDatabases(ctx, bin, config)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkListed(config, listed, want, s.dbPath); err != nil {
+	if err := checkListed(config, listed, want, o.DB); err != nil {
 		return nil, err
 	}
 	for _, db := range want {
@@ -130,26 +162,28 @@ func (s *Server) planReplication(ctx context.Context) (*replicationPlan, error) 
 			return nil, err
 		}
 	}
-	return &replicationPlan{bin: bin, config: config, dbs: want}, nil
+	r.bin, r.config = bin, config
+	return r, nil
 }
 
-// startReplication starts Litestream as planned, once the server's files
-// are open. Without a plan it only speaks up when the database carries
-// Litestream state, as a reminder that nothing here replicates it.
-func (s *Server) startReplication(plan *replicationPlan, hold *os.File) error {
-	log := s.log.Named("replication")
-	if plan == nil {
-		for _, db := range s.writtenFiles() {
+// Start starts Litestream as planned, once the server's files are open;
+// hold is the server's shared lock on the database, which the guard
+// inherits. Without --replicate it only speaks up when the database
+// carries Litestream state, as a reminder that nothing here replicates it.
+// Close r even when Start fails: a server that got the replicator lock
+// but could not start the guard still syncs once at Close.
+func (r *Replication) Start(hold *os.File) error {
+	if r.config == "" {
+		for _, db := range r.dbs {
 			if dir := litestreamMetaDir(db); isDir(dir) {
-				log.Info("this database has Litestream state but --replicate is not set: it is replicated only if a Litestream service runs beside this server", "db", db, "litestream_state", dir)
+				r.log.Info("this database has Litestream state but --replicate is not set: it is replicated only if a Litestream service runs beside this server", "db", db, "litestream_state", dir)
 			}
 		}
 		return nil
 	}
-	bin, config, want := plan.bin, plan.config, plan.dbs
 	// Beside the file's real path, so that servers reaching it through
 	// different symbolic links still share one lock.
-	dir := litestreamMetaDir(canonicalPath(want[0]))
+	dir := litestreamMetaDir(canonicalPath(r.dbs[0]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--replicate: %w", err)
 	}
@@ -157,9 +191,8 @@ func (s *Server) startReplication(plan *replicationPlan, hold *os.File) error {
 	if err != nil {
 		return fmt.Errorf("--replicate: %w", err)
 	}
-	r := &replication{log: log, bin: bin, config: config, dbs: want, hold: hold, lock: lock,
-		stop: make(chan struct{}), loopDone: make(chan struct{})}
-	s.closers = append(s.closers, r)
+	r.hold, r.lock = hold, lock
+	r.stop, r.loopDone = make(chan struct{}), make(chan struct{})
 	if err := r.tryStart(); err != nil {
 		close(r.loopDone)
 		return err
@@ -167,7 +200,7 @@ func (s *Server) startReplication(plan *replicationPlan, hold *os.File) error {
 	if r.running() {
 		close(r.loopDone)
 	} else {
-		log.Info("another server on this database runs Litestream; it replicates this server's writes too, and this server takes over when it stops", "db", strings.Join(want, ","))
+		r.log.Info("another server on this database runs Litestream; it replicates this server's writes too, and this server takes over when it stops", "db", strings.Join(r.dbs, ","))
 		go r.takeOver()
 	}
 	return nil
@@ -222,7 +255,7 @@ func checkOrigin(ctx context.Context, bin, config, db string) error {
 	}
 	var files []json.RawMessage
 	if err := json.Unmarshal(stdout.Bytes(), &files); err != nil {
-		return fmt.Errorf("--replicate: unexpected output of litestream ltx (Litestream %s expected): %w", LitestreamVersion, err)
+		return fmt.Errorf("--replicate: unexpected output of litestream ltx (Litestream %s expected): %w", litestreamVersion, err)
 	}
 	if len(files) == 0 {
 		return nil
@@ -251,14 +284,14 @@ func hasReplicationTables(ctx context.Context, path string) (bool, error) {
 
 // writtenFiles are the files this server writes: the memory database, or
 // the readonly profile's --audit-db file (if any).
-func (s *Server) writtenFiles() []string {
-	if s.cfg.Profile != ProfileReadonly {
-		return []string{s.dbPath}
+func (o Options) writtenFiles() []string {
+	if !o.ReadOnly {
+		return []string{o.DB}
 	}
-	if s.cfg.AuditDB == "" {
+	if o.AuditDB == "" {
 		return nil
 	}
-	abs, err := filepath.Abs(s.cfg.AuditDB)
+	abs, err := filepath.Abs(o.AuditDB)
 	if err != nil {
 		return nil
 	}
@@ -276,13 +309,13 @@ func litestreamDatabases(ctx context.Context, bin, config string) ([]string, err
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see README, Replication)", config, msg, config, LitestreamVersion)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see README, Replication)", config, msg, config, litestreamVersion)}
 	}
 	var dbs []struct {
 		Path string `json:"path"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &dbs); err != nil {
-		return nil, fmt.Errorf("--replicate: unexpected output of litestream databases (Litestream %s expected): %w", LitestreamVersion, err)
+		return nil, fmt.Errorf("--replicate: unexpected output of litestream databases (Litestream %s expected): %w", litestreamVersion, err)
 	}
 	var paths []string
 	for _, d := range dbs {
@@ -335,14 +368,14 @@ func isDir(p string) bool {
 
 // tryStart takes the replicator lock if it is free and starts the guard.
 // Without the lock it does nothing and returns nil.
-func (r *replication) tryStart() error {
+func (r *Replication) tryStart() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping || r.guard != nil {
 		return nil
 	}
 	if !r.locked {
-		if err := lockFile(r.lock, true); errors.Is(err, errHeld) {
+		if err := filelock.Exclusive(r.lock); errors.Is(err, filelock.ErrHeld) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("--replicate: lock %s: %w", r.lock.Name(), err)
@@ -370,7 +403,7 @@ func (r *replication) tryStart() error {
 	return nil
 }
 
-func (r *replication) running() bool {
+func (r *Replication) running() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.guard != nil
@@ -378,9 +411,9 @@ func (r *replication) running() bool {
 
 // takeOver waits for the replicator lock and starts Litestream once it is
 // free: the server that held it has stopped, and its Litestream with it.
-func (r *replication) takeOver() {
+func (r *Replication) takeOver() {
 	defer close(r.loopDone)
-	t := time.NewTicker(ReplicatorPoll)
+	t := time.NewTicker(replicatorPoll)
 	defer t.Stop()
 	for {
 		select {
@@ -402,7 +435,7 @@ func (r *replication) takeOver() {
 // wait reaps the guard. It exits by itself only when Litestream has
 // exited, which deserves a loud error: the database is then no longer
 // replicated.
-func (r *replication) wait(guard *exec.Cmd, exited chan struct{}) {
+func (r *Replication) wait(guard *exec.Cmd, exited chan struct{}) {
 	err := guard.Wait()
 	r.mu.Lock()
 	stopping := r.stopping
@@ -420,7 +453,10 @@ func (r *replication) wait(guard *exec.Cmd, exited chan struct{}) {
 // got the replicator lock makes one last attempt for it and syncs once if
 // it gets it; if another server still holds it, that server's Litestream
 // syncs these writes too.
-func (r *replication) Close() error {
+func (r *Replication) Close() error {
+	if r.lock == nil { // not started, or without --replicate
+		return nil
+	}
 	r.mu.Lock()
 	if r.stopping {
 		r.mu.Unlock()
@@ -437,7 +473,7 @@ func (r *replication) Close() error {
 		_ = stdin.Close()
 		select {
 		case <-exited:
-		case <-time.After(2*LitestreamStopTimeout + 10*time.Second):
+		case <-time.After(2*litestreamStopTimeout + 10*time.Second):
 			// The guard bounds its own waits; this is a backstop.
 			r.log.Error("the Litestream guard did not finish; killed", "guard_pid", guard.Process.Pid)
 			_ = guard.Process.Kill()
@@ -445,7 +481,7 @@ func (r *replication) Close() error {
 		}
 		return nil
 	}
-	if lockFile(r.lock, true) != nil {
+	if filelock.Exclusive(r.lock) != nil {
 		r.log.Info("another server's Litestream replicates this database; it syncs this session's writes")
 		return nil
 	}
@@ -468,9 +504,9 @@ func litestreamOnce(bin, config string, log hclog.Logger, out io.Writer, locks .
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(LitestreamStopTimeout):
+	case <-time.After(litestreamStopTimeout):
 		_ = cmd.Process.Kill()
-		err = fmt.Errorf("no answer after %s; killed: %w", LitestreamStopTimeout, <-done)
+		err = fmt.Errorf("no answer after %s; killed: %w", litestreamStopTimeout, <-done)
 	}
 	if err != nil {
 		log.Error("final sync failed; the last writes reach the replica when the next session starts; Litestream's messages are above", "status", exitStatus(err))

@@ -1,0 +1,52 @@
+package filelock
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestLocksConflict(t *testing.T) {
+	type take func(*os.File) error
+	for _, tt := range []struct {
+		name          string
+		first, second take
+		want          error
+	}{
+		{"two servers share a database", Shared, Shared, nil},
+		{"restore waits for a server", Shared, Exclusive, ErrHeld},
+		{"a server waits for restore", Exclusive, Shared, ErrHeld},
+		{"one Litestream at a time", Exclusive, Exclusive, ErrHeld},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Two opens of one file stand for two processes: both
+			// flock and LockFileEx lock per open file.
+			a, b := open(t, path), open(t, path)
+			if err := tt.first(a); err != nil {
+				t.Fatalf("first lock: %v", err)
+			}
+			if err := tt.second(b); !errors.Is(err, tt.want) {
+				t.Fatalf("second lock: %v, want %v", err, tt.want)
+			}
+			a.Close()
+			if err := tt.second(b); err != nil {
+				t.Fatalf("second lock once the first file is closed: %v", err)
+			}
+		})
+	}
+}
+
+func open(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
