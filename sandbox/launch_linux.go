@@ -57,24 +57,14 @@ func StartConfined(cmd *exec.Cmd, a Allowance, reaped <-chan struct{}) (Report, 
 // domain for a plus what executing binary needs, on the calling thread.
 func restrictThread(a Allowance, binary string) (Report, error) {
 	rep := Report{Launched: true}
-	if err := prepare(a, &rep); err != nil {
+	ruleset, err := buildRuleset(a, &rep, func(ruleset, abi int) error {
+		return allowLaunch(ruleset, abi, binary, &rep)
+	})
+	if err != nil {
 		return rep, err
 	}
-	ruleset := -1
-	if abi, err := Supported(); err != nil {
-		rep.Missing = err.Error()
-	} else {
-		rep.ABI = abi
-		if ruleset, err = newRuleset(abi, &rep); err != nil {
-			return rep, err
-		}
+	if ruleset >= 0 {
 		defer unix.Close(ruleset)
-		if err := allowAllowance(ruleset, abi, a, &rep); err != nil {
-			return rep, err
-		}
-		if err := allowLaunch(ruleset, abi, binary, &rep); err != nil {
-			return rep, err
-		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return rep, fmt.Errorf("sandbox: no_new_privs: %w", err)

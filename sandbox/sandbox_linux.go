@@ -87,28 +87,17 @@ func Supported() (int, error) {
 // process partly restricted at most; the caller must not go on to run SQL.
 func Apply(a Allowance, opt Options) (Report, error) {
 	rep := Report{}
-	if err := prepare(a, &rep); err != nil {
-		return rep, err
-	}
-	ruleset := -1
-	abi, err := Supported()
-	if err != nil {
-		rep.Missing = err.Error()
-	} else {
-		rep.ABI = abi
-		if ruleset, err = newRuleset(abi, &rep); err != nil {
-			return rep, err
-		}
-		defer unix.Close(ruleset)
-		if err := allowAllowance(ruleset, abi, a, &rep); err != nil {
-			return rep, err
-		}
+	ruleset, err := buildRuleset(a, &rep, func(ruleset, abi int) error {
 		// RLIMIT_AS is measured from /proc/self/status; /proc/self
 		// resolves to this pid, which a re-exec keeps. (A worker the
 		// front starts confined gets its limit from the front instead.)
-		if err := allow(ruleset, abi, "/proc/self", read, true, &rep); err != nil {
-			return rep, err
-		}
+		return allow(ruleset, abi, "/proc/self", read, true, &rep)
+	})
+	if err != nil {
+		return rep, err
+	}
+	if ruleset >= 0 {
+		defer unix.Close(ruleset)
 	}
 
 	err = allThreads(ruleset)
@@ -127,6 +116,35 @@ func Apply(a Allowance, opt Options) (Report, error) {
 		}
 	}
 	return rep, reexec(ruleset, rep, opt)
+}
+
+// buildRuleset makes the allowance's files exist and, where the kernel has
+// Landlock, returns a ruleset that allows a plus what more adds; without
+// Landlock it returns -1 and says why in rep.Missing. The caller closes a
+// ruleset it gets.
+func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (int, error) {
+	if err := prepare(a, rep); err != nil {
+		return -1, err
+	}
+	abi, err := Supported()
+	if err != nil {
+		rep.Missing = err.Error()
+		return -1, nil
+	}
+	rep.ABI = abi
+	ruleset, err := newRuleset(abi, rep)
+	if err != nil {
+		return -1, err
+	}
+	err = allowAllowance(ruleset, abi, a, rep)
+	if err == nil {
+		err = more(ruleset, abi)
+	}
+	if err != nil {
+		unix.Close(ruleset)
+		return -1, err
+	}
+	return ruleset, nil
 }
 
 // prepare makes the files the allowance names exist, as far as creating
