@@ -150,7 +150,7 @@ func BenchmarkFrontMemory(b *testing.B) {
 	}
 	db := filepath.Join(b.TempDir(), "mem.db")
 	s := start(b, db)
-	pid := serverPID(db)
+	pid := serverOf(serverBin, db)
 	if pid == 0 {
 		b.Fatal("server process not found")
 	}

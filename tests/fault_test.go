@@ -284,18 +284,11 @@ func waitNoOrphanWorkers(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		orphans := 0
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if args, ppid := procArgs(pid); ppid == 1 && isWorkerArgs(args) {
-				orphans++
-			}
-		}
-		if orphans == 0 {
+		orphans := processes(func(pid int) bool {
+			args, ppid := procArgs(pid)
+			return ppid == 1 && isWorkerArgs(args)
+		})
+		if len(orphans) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,31 +47,47 @@ func procArgs(pid int) ([]string, int) {
 // findWorker returns the pid of a worker process of the server of s, or 0.
 func findWorker(t *testing.T, s *session) int {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	serverPid := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		args, _ := procArgs(pid)
-		if len(args) >= 3 && args[0] == serverBin && args[1] == "--db" && args[2] == s.db {
-			serverPid = pid
-		}
-	}
-	if serverPid == 0 {
-		return 0
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if args, ppid := procArgs(pid); ppid == serverPid && isWorkerArgs(args) {
-			return pid
-		}
+	if workers := workersOfServer(serverOf(serverBin, s.db)); len(workers) > 0 {
+		return workers[0]
 	}
 	return 0
+}
+
+// processes lists, in order, the pids in /proc for which match is true
+// (Linux).
+func processes(match func(pid int) bool) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && match(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// serverOf finds the pid of the server process bin serving db, or 0.
+func serverOf(bin, db string) int {
+	pids := processes(func(pid int) bool {
+		args, _ := procArgs(pid)
+		return len(args) >= 3 && args[0] == bin && args[1] == "--db" && args[2] == db
+	})
+	if len(pids) == 0 {
+		return 0
+	}
+	return pids[0]
+}
+
+// workersOfServer lists the worker processes whose parent is pid.
+func workersOfServer(pid int) []int {
+	if pid == 0 {
+		return nil
+	}
+	return processes(func(child int) bool {
+		args, ppid := procArgs(child)
+		return ppid == pid && isWorkerArgs(args)
+	})
 }
 
 // isWorkerArgs tells a worker's command line: the lean worker binary, or
@@ -86,21 +103,6 @@ func isWorkerArgs(args []string) bool {
 }
 
 func sleepBriefly() { time.Sleep(50 * time.Millisecond) }
-
-// serverPID finds the server process serving db (Linux).
-func serverPID(db string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if args, _ := procArgs(pid); len(args) >= 3 && args[0] == serverBin && args[1] == "--db" && args[2] == db {
-			return pid
-		}
-	}
-	return 0
-}
 
 // rssKB is a process's resident set size in kB (Linux).
 func rssKB(pid int) int64 {

@@ -69,38 +69,6 @@ func mustWaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// serverOf finds the pid of the server process bin serving db (Linux).
-func serverOf(bin, db string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if args, _ := procArgs(pid); len(args) >= 3 && args[0] == bin && args[1] == "--db" && args[2] == db {
-			return pid
-		}
-	}
-	return 0
-}
-
-// workersOfServer lists the worker processes whose parent is pid (Linux).
-func workersOfServer(pid int) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if args, ppid := procArgs(child); ppid == pid && isWorkerArgs(args) {
-			pids = append(pids, child)
-		}
-	}
-	slices.Sort(pids)
-	return pids
-}
-
 // procStatus returns one field of /proc/pid/status.
 func procStatus(pid int, field string) string {
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))

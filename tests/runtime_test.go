@@ -558,7 +558,7 @@ func TestSnapshotLeftoversAndRetention(t *testing.T) {
 	a.c.Close()
 	b.c.Close()
 	// Both gone: the next start removes the leftovers.
-	if !waitFor(10*time.Second, func() bool { return serverPID(db) == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return serverOf(serverBin, db) == 0 }) {
 		t.Fatal("servers did not exit")
 	}
 	c := start(t, db, "--snapshots", "2")

@@ -18,19 +18,10 @@ import (
 // they were started for: the workers of one server, wherever they were
 // reparented.
 func workersOf(db string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, []byte("="+db+"\x00")) && bytes.Contains(env, []byte("MCP_SQLITE_WORKER_PREOPEN=")) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processes(func(pid int) bool {
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		return err == nil && bytes.Contains(env, []byte("="+db+"\x00")) && bytes.Contains(env, []byte("MCP_SQLITE_WORKER_PREOPEN="))
+	})
 }
 
 // TestShutdown: when the host closes stdin or sends SIGTERM or SIGINT while
