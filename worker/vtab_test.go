@@ -3,28 +3,19 @@ package worker
 import (
 	"crypto/sha256"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // vtabDB is a database with an R*Tree table, FTS5 tables of every content
 // kind, and a trigger that feeds one of them.
 func vtabDB(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "v.db")
-	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite|rawsqlite.Create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, sql := range []string{
-		"PRAGMA journal_mode=WAL",
+	return buildDB(t, "v.db",
 		"CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)",
 		"INSERT INTO notes (body) VALUES ('alpha beta'), ('gamma delta'), ('optimize')",
 		"CREATE VIRTUAL TABLE rt USING rtree(id, minx, maxx)",
@@ -39,12 +30,7 @@ func vtabDB(t *testing.T) string {
 		"CREATE TRIGGER cmds_run AFTER INSERT ON cmds BEGIN INSERT INTO cl (cl) VALUES (NEW.cmd); END",
 		"CREATE TABLE feed (body TEXT)",
 		"CREATE TRIGGER feed_index AFTER INSERT ON feed BEGIN INSERT INTO cl (body) VALUES (NEW.body); END",
-	} {
-		if err := c.Exec(sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	return path
+	)
 }
 
 func fileSum(t *testing.T, path string) [32]byte {

@@ -16,20 +16,26 @@ import (
 // names, the way the front would have bootstrapped them.
 func testDB(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "w.db")
-	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite|rawsqlite.Create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, sql := range []string{
-		"PRAGMA journal_mode=WAL",
+	return buildDB(t, "w.db",
 		"CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL)",
 		"INSERT INTO t (name, score) VALUES ('a', 1.5), ('b', NULL), ('', 2)",
 		"CREATE TABLE memory_events (id INTEGER PRIMARY KEY, content TEXT NOT NULL)",
 		"CREATE TABLE kids (id INTEGER PRIMARY KEY, t_id INTEGER REFERENCES t(id))",
 		"CREATE INDEX kids_t ON kids(t_id)",
-	} {
+	)
+}
+
+// buildDB creates name in a test folder (WAL, as the front leaves it) and
+// runs stmts on it.
+func buildDB(t *testing.T, name string, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite|rawsqlite.Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, sql := range append([]string{"PRAGMA journal_mode=WAL"}, stmts...) {
 		if err := c.Exec(sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
