@@ -48,8 +48,25 @@ func TestMain(m *testing.M) {
 	// The default build (cgo where a C compiler is present), as go install
 	// makes it: the front starts its workers confined, so no build needs a
 	// re-execution to confine its threads.
+	raceLogs := ""
+	serverFlags := []string{}
+	if os.Getenv(raceEnv) != "" {
+		// The front under the race detector, its workers as usual: the
+		// front is where the concurrency is (parallel calls, the pool,
+		// cancellation, progress, the audit queue), and a race-built
+		// worker starts too slowly for the tests' query timeouts. Reports
+		// go to files, not to the stderr the tests read, and do not change
+		// exit codes; they fail the run below.
+		raceLogs = filepath.Join(dir, "race")
+		serverFlags = append(serverFlags, "-race")
+		os.Setenv("GORACE", "log_path="+raceLogs+" exitcode=0")
+	}
 	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		args := []string{"build", "-o", bin}
+		if bin == serverBin {
+			args = append(args, serverFlags...)
+		}
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
 			os.RemoveAll(dir)
@@ -62,8 +79,26 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if raceLogs != "" && reportRaces(raceLogs) {
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// raceEnv set to anything builds the server with -race (see TestMain);
+// .ci/run sets it for one pass over this package.
+const raceEnv = "MCP_SQLITE_E2E_RACE"
+
+// reportRaces prints every race report the race-built servers wrote and
+// says whether there was one.
+func reportRaces(prefix string) bool {
+	files, _ := filepath.Glob(prefix + ".*")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		fmt.Fprintf(os.Stderr, "race detector report from the server (%s):\n%s\n", filepath.Base(f), data)
+	}
+	return len(files) > 0
 }
 
 // copyFile copies an executable, making the folder of dst.
