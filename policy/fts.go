@@ -95,7 +95,7 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
 				continue // not an FTS table, or a DELETE (one argument)
 			}
 			if op.P2 != int64(2+t.Columns) {
-				return ftsComputed(t.Name)
+				return ftsComputed(t.Name, triggerOf(seg))
 			}
 			reg := op.P3 + 2 + int64(t.Command)
 			var subprograms [][]Op
@@ -104,7 +104,7 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
 			}
 			values, known := constantWrites(seg, subprograms, reg)
 			if !known {
-				return ftsComputed(t.Name)
+				return ftsComputed(t.Name, triggerOf(seg))
 			}
 			for _, v := range values {
 				if ftsMaintenance[FoldName(v)] {
@@ -115,18 +115,53 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
 					why = "is not one of the FTS maintenance commands that lose nothing"
 				}
 				return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
-					"INSERT INTO %s(%s) VALUES(%s) is not allowed in write_query: %s %s (write_query allows %s); use destructive_query (it snapshots the database first)",
-					t.Name, t.Name, sqlQuote(v), sqlQuote(v), why, strings.Join(FTSMaintenanceCommands(), ", "))}
+					"INSERT INTO %s(%s) VALUES(%s)%s is not allowed in write_query: %s %s (write_query allows %s); %s",
+					t.Name, t.Name, sqlQuote(v), firedBy(triggerOf(seg)), sqlQuote(v), why,
+					strings.Join(FTSMaintenanceCommands(), ", "), useDestructive(triggerOf(seg)))}
 			}
 		}
 	}
 	return nil
 }
 
-func ftsComputed(table string) *Violation {
+func ftsComputed(table, trigger string) *Violation {
+	if trigger != "" {
+		return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
+			"INSERT INTO %s(%s) ...%s sets the FTS command column to a value computed while it runs, so write_query cannot tell whether the command removes data; %s",
+			table, table, firedBy(trigger), useDestructive(trigger))}
+	}
 	return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
 		"this INSERT sets the FTS command column of %s (INSERT INTO %s(%s) ...) to a value computed while it runs, so write_query cannot tell whether the command removes data; write the command as a string literal, one command per statement (maintenance commands: %s), or use destructive_query (it snapshots the database first)",
 		table, table, table, strings.Join(FTSMaintenanceCommands(), ", "))}
+}
+
+// triggerOf names the trigger whose program seg is: SQLite's EXPLAIN
+// starts a trigger program with an Init whose P4 is "-- TRIGGER name".
+// It is "" for the statement's own program.
+func triggerOf(seg []Op) string {
+	if len(seg) > 0 && seg[0].Opcode == "Init" {
+		if name, ok := strings.CutPrefix(seg[0].P4, "-- TRIGGER "); ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// firedBy says where an FTS command comes from when the agent did not
+// write it: an agent that ran an UPDATE must learn that a trigger (say, the
+// update trigger that keeps an external-content index in step) sends it.
+func firedBy(trigger string) string {
+	if trigger == "" {
+		return ""
+	}
+	return " (in trigger " + trigger + ", which this statement fires)"
+}
+
+func useDestructive(trigger string) string {
+	if trigger == "" {
+		return "use destructive_query (it snapshots the database first)"
+	}
+	return "run this statement with destructive_query (it snapshots the database first)"
 }
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -45,6 +45,14 @@ func TestCheckFTSCommands(t *testing.T) {
 			[]Op{{Addr: 0, Opcode: "Init"}, {Addr: 1, Opcode: "Null", P2: 1, P3: 5}, {Addr: 2, Opcode: "Program", P3: 9},
 				{Addr: 3, Opcode: "VUpdate", P1: 1, P2: 5, P3: 1, P4: "vtab:1"},
 				{Addr: 0, Opcode: "Init"}, {Addr: 1, Opcode: "Function", P3: 4}}, ""},
+		{"a trigger's command names the trigger", Write,
+			[]Op{{Addr: 0, Opcode: "Init"}, {Addr: 1, Opcode: "Program", P3: 9},
+				{Addr: 0, Opcode: "Init", P4: "-- TRIGGER notes_au"}, {Addr: 1, Opcode: "String8", P2: 4, P4: "delete"}, {Addr: 2, Opcode: "VUpdate", P1: 1, P2: 5, P3: 1, P4: "vtab:1"}},
+			"VALUES('delete') (in trigger notes_au, which this statement fires) is not allowed"},
+		{"a trigger's computed command names the trigger", Write,
+			[]Op{{Addr: 0, Opcode: "Init"}, {Addr: 1, Opcode: "Program", P3: 9},
+				{Addr: 0, Opcode: "Init", P4: "-- TRIGGER t_ai"}, {Addr: 1, Opcode: "Function", P3: 4}, {Addr: 2, Opcode: "VUpdate", P1: 1, P2: 5, P3: 1, P4: "vtab:1"}},
+			"(in trigger t_ai, which this statement fires) sets the FTS command column"},
 		{"read mode leaves it to the INSERT refusal", Read, prog(Op{Opcode: "Init"}, Op{Opcode: "String8", P2: 4, P4: "delete-all"}, vupdate), ""},
 	}
 	for _, c := range cases {

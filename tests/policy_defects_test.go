@@ -82,6 +82,47 @@ func TestPolicyDefectFTSCommands(t *testing.T) {
 	}
 }
 
+// TestFTSSyncTriggers: the external-content triggers of SQLite's FTS5
+// documentation. An INSERT keeps the index in step through write_query; an
+// UPDATE fires a trigger that sends 'delete', an FTS command that removes
+// indexed data, so write_query refuses it, naming the trigger (the agent
+// wrote no FTS command), and destructive_query runs it.
+func TestFTSSyncTriggers(t *testing.T) {
+	t.Parallel()
+	s, db := vtabSession(t)
+	for _, sql := range []string{
+		"CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN INSERT INTO ext(rowid, body) VALUES (new.id, new.body); END",
+		"CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN INSERT INTO ext(ext, rowid, body) VALUES ('delete', old.id, old.body); END",
+		"CREATE TRIGGER notes_au AFTER UPDATE ON notes BEGIN INSERT INTO ext(ext, rowid, body) VALUES ('delete', old.id, old.body); INSERT INTO ext(rowid, body) VALUES (new.id, new.body); END",
+	} {
+		s.ok("destructive_query", map[string]any{"query": sql, "reason": "keep the full-text index in step with notes"})
+	}
+	match := func(word string) string {
+		return s.ok("read_query", q("SELECT rowid FROM ext WHERE ext MATCH '"+word+"' ORDER BY rowid"))
+	}
+	s.ok("write_query", q("INSERT INTO notes (body) VALUES ('epsilon zeta')"))
+	if got := match("epsilon"); got != "rowid\n3\n# 1 rows" {
+		t.Fatalf("after the insert: %q", got)
+	}
+	before := dump(t, db, "notes")
+	text := s.fails("write_query", q("UPDATE notes SET body = 'alpha omega' WHERE id = 1"), "READ_ONLY_VIOLATION")
+	for _, want := range []string{"INSERT INTO ext(ext) VALUES('delete') (in trigger notes_au, which this statement fires)", "removes indexed data", "run this statement with destructive_query"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("refusal %q lacks %q", text, want)
+		}
+	}
+	if dump(t, db, "notes") != before {
+		t.Fatal("the refused UPDATE changed notes")
+	}
+	s.ok("destructive_query", map[string]any{"query": "UPDATE notes SET body = 'alpha omega' WHERE id = 1", "reason": "reword note 1"})
+	if got := match("omega"); got != "rowid\n1\n# 1 rows" {
+		t.Fatalf("after the update: %q", got)
+	}
+	if got := match("beta"); got != "rowid\n# 0 rows" {
+		t.Fatalf("the old words of note 1 are still indexed: %q", got)
+	}
+}
+
 // TestPolicyDefectVirtualTableReads: a virtual table's own statements are
 // not the agent's, so harmless reads answer in read_query and in the
 // readonly profile's query_database, with fts5 and rtree tables present.
