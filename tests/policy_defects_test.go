@@ -3,7 +3,6 @@ package tests
 import (
 	"database/sql"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -245,7 +244,10 @@ func TestPolicyDefectViews(t *testing.T) {
 }
 
 // TestPolicyDefectSchemaReplay: get_schema prints SQL that sqlite3 replays
-// into the same schema, also for views and indexes that end in a comment.
+// into the same schema, also for views and indexes that end in a comment,
+// for the tables SQLite makes itself (AUTOINCREMENT's sqlite_sequence,
+// ANALYZE's sqlite_stat1) and, with include_system, for the server's
+// objects and the shadow tables of virtual tables.
 func TestPolicyDefectSchemaReplay(t *testing.T) {
 	t.Parallel()
 	sqlite3, err := exec.LookPath("sqlite3")
@@ -261,28 +263,19 @@ func TestPolicyDefectSchemaReplay(t *testing.T) {
 	s.ok("create_view", map[string]any{"name": "plain", "select_sql": "SELECT body FROM notes;"})
 	s.ok("create_view", map[string]any{"name": "closed_comment", "select_sql": "SELECT 1 AS one /* closed */"})
 	s.fails("create_view", map[string]any{"name": "open_comment", "select_sql": "SELECT 1 /* never closed"}, "INVALID_ARGUMENT")
+	s.ok("write_query", q("CREATE TABLE counters (id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER)"))
+	s.ok("write_query", q("INSERT INTO counters (n) VALUES (1)"))
+	s.ok("write_query", q("ANALYZE"))
 
-	schema := s.ok("get_schema", map[string]any{})
-	dir := t.TempDir()
-	script := filepath.Join(dir, "schema.sql")
-	if err := os.WriteFile(script, []byte(schema), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	replay := filepath.Join(dir, "replay.db")
-	cmd := exec.Command(sqlite3, "-bail", replay)
-	in, err := os.Open(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	cmd.Stdin = in
-	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
-		t.Fatalf("sqlite3 replay: %v\n%s\nscript:\n%s", err, out, schema)
-	}
-	objects := func(path string) string {
+	// objects lists a database's schema; sqlite_stat4 exists only where
+	// SQLite is built with it, which the sqlite3 command may not be.
+	objects := func(path string, server bool) string {
+		where := "name <> 'sqlite_stat4'"
+		if !server {
+			where += " AND tbl_name NOT IN ('memory_events', 'memory_checkpoints', 'query_log', 'query_errors')"
+		}
 		db := openDirect(t, path)
-		rows, err := db.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema
-			WHERE tbl_name NOT IN ('memory_events', 'memory_checkpoints', 'query_log', 'query_errors') ORDER BY type, name`)
+		rows, err := db.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema WHERE ` + where + ` ORDER BY type, name`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,12 +291,28 @@ func TestPolicyDefectSchemaReplay(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	want, got := objects(db), objects(replay)
-	if got != want {
-		t.Fatalf("replayed schema differs:\n got:\n%s\nwant:\n%s\nscript:\n%s", got, want, schema)
-	}
-	if n := strings.Count(want, "\n") + 1; n < 20 {
-		t.Fatalf("only %d objects compared:\n%s", n, want)
+	for _, all := range []bool{false, true} {
+		schema := s.ok("get_schema", map[string]any{"include_system": all})
+		replay := filepath.Join(t.TempDir(), "replay.db")
+		cmd := exec.Command(sqlite3, "-bail", replay)
+		cmd.Stdin = strings.NewReader(schema)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("include_system=%v: sqlite3 replay: %v\n%s\nscript:\n%s", all, err, out, schema)
+		}
+		want, got := objects(db, all), objects(replay, all)
+		if got != want {
+			t.Fatalf("include_system=%v: replayed schema differs:\n got:\n%s\nwant:\n%s\nscript:\n%s", all, got, want, schema)
+		}
+		// The replay made what SQLite makes itself; the server's objects
+		// are compared when they were printed.
+		for _, name := range []string{"sqlite_sequence", "sqlite_stat1", "ext_data", "f_data", "rt_node", "memory_events_no_update"} {
+			if compared := strings.Contains(want, `"`+name+`"`); compared != (all || name != "memory_events_no_update") {
+				t.Fatalf("include_system=%v: %s compared: %v", all, name, compared)
+			}
+		}
+		if n := strings.Count(want, "\n") + 1; n < 20 {
+			t.Fatalf("include_system=%v: only %d objects compared:\n%s", all, n, want)
+		}
 	}
 }
 

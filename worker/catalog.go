@@ -288,7 +288,13 @@ func jsonResponse(doc any, rows int64) (*ipc.Response, error) {
 }
 
 // schema answers get_schema: every CREATE statement as stored, tables,
-// indexes, views, triggers in that order.
+// indexes, views, triggers in that order, as a script that sqlite3 replays
+// into the same schema. Tables SQLite makes itself cannot be created by a
+// statement, so they are printed the way the replay gets them: the
+// AUTOINCREMENT counters (sqlite_sequence) and the shadow tables of a
+// virtual table come with the statements that make them and are shown as
+// comments; ANALYZE's tables (sqlite_stat1, sqlite_stat4) become one
+// `ANALYZE sqlite_schema;`, as sqlite3's .dump writes it.
 func (ex *executor) schema() (*ipc.Response, error) {
 	objs, err := ex.objects()
 	if err != nil {
@@ -296,31 +302,60 @@ func (ex *executor) schema() (*ipc.Response, error) {
 	}
 	all := ex.req.Table != nil && ex.req.Table.IncludeSystem
 	var shown []object
-	hidden := 0
+	system, shadow := 0, 0
 	for _, kind := range []string{"table", "index", "view", "trigger"} {
 		for _, o := range objs {
 			if o.typ != kind || o.sql == "" {
 				continue
 			}
 			if (o.system || o.shadow) && !all {
-				hidden++
+				if o.shadow {
+					shadow++
+				} else {
+					system++
+				}
 				continue
 			}
 			shown = append(shown, o)
 		}
 	}
 	var b strings.Builder
-	if all {
+	switch {
+	case all:
 		fmt.Fprintf(&b, "-- %d objects\n", len(shown))
-	} else {
-		fmt.Fprintf(&b, "-- %d objects (%d server objects hidden; include_system=true shows them)\n", len(shown), hidden)
+	case shadow > 0:
+		fmt.Fprintf(&b, "-- %d objects (%d server objects and %d shadow tables of virtual tables hidden; include_system=true shows them)\n", len(shown), system, shadow)
+	default:
+		fmt.Fprintf(&b, "-- %d objects (%d server objects hidden; include_system=true shows them)\n", len(shown), system)
 	}
+	analyzed := false
 	for _, o := range shown {
 		b.WriteString("\n")
-		b.WriteString(terminated(o.sql))
+		switch name := strings.ToLower(o.name); {
+		case o.typ == "table" && name == "sqlite_sequence":
+			b.WriteString("-- SQLite's AUTOINCREMENT counters, made with the first AUTOINCREMENT table:\n")
+			b.WriteString(commentedOut(o.sql))
+		case o.typ == "table" && strings.HasPrefix(name, "sqlite_stat"):
+			if !analyzed {
+				b.WriteString("-- ANALYZE's statistics tables (sqlite_stat1, and sqlite_stat4 where SQLite has it), made empty:\nANALYZE sqlite_schema;\n")
+				analyzed = true
+			}
+			b.WriteString(commentedOut(o.sql))
+		case o.shadow:
+			b.WriteString("-- a shadow table, made by its virtual table's CREATE VIRTUAL TABLE:\n")
+			b.WriteString(commentedOut(o.sql))
+		default:
+			b.WriteString(terminated(o.sql))
+		}
 		b.WriteString("\n")
 	}
 	return &ipc.Response{Text: strings.TrimSuffix(b.String(), "\n"), Rows: int64(len(shown))}, nil
+}
+
+// commentedOut prints a statement SQLite makes itself as -- lines, so that
+// a replay shows it without running it.
+func commentedOut(sql string) string {
+	return "-- " + strings.ReplaceAll(strings.ReplaceAll(sql, "\r", ""), "\n", "\n-- ") + ";"
 }
 
 // terminated ends a stored CREATE statement with a ';' that sqlite3 sees,

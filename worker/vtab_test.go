@@ -270,4 +270,12 @@ func TestSchemaTerminators(t *testing.T) {
 			t.Errorf("terminated(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+	for _, tt := range []struct{ in, want string }{
+		{"CREATE TABLE sqlite_sequence(name,seq)", "-- CREATE TABLE sqlite_sequence(name,seq);"},
+		{"CREATE TABLE 'f_idx'(segid,\r\n term)", "-- CREATE TABLE 'f_idx'(segid,\n--  term);"},
+	} {
+		if got := commentedOut(tt.in); got != tt.want {
+			t.Errorf("commentedOut(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
