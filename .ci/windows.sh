@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Windows test binaries of ./ipc and ./policy: cross-compiled always, and run
+# Windows test binaries of the packages with Windows code or Windows paths
+# (ipc, policy, worker, memory, filelock, replicate): cross-compiled always, and run
 # under Wine where Wine can be had from Debian's packages (about 20 s to
 # install on a fresh machine, a few seconds per run after). Anything that
 # keeps Wine from running prints the reason and exits 0: this is extra
-# coverage of the Windows code (suspended start, Job Object, resume), not a
+# coverage of the Windows code (suspended start, Job Object, resume, file
+# locks, limits, directory sync, Windows paths in configs), not a
 # replacement for the windows-latest job in .github/workflows/ci.yml.
 #
 #   WINE_TESTS=0   build only, never install or run Wine
@@ -16,7 +18,7 @@ mode="${WINE_TESTS:-auto}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-sqlite-memory-wine.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-pkgs=(ipc policy)
+pkgs=(ipc policy worker memory filelock replicate)
 for p in "${pkgs[@]}"; do
   GOOS=windows GOARCH=amd64 go test -c -o "$work/$p.test.exe" "./$p"
 done
@@ -102,7 +104,10 @@ for p in "${pkgs[@]}"; do
     echo "wine: $p ok ($passed passed, ${secs} s)"
     continue
   fi
-  real=$(grep -E '^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$work/$p.out" | grep -v 'TempDir RemoveAll cleanup: .*Invalid function' || true)
+  # Test failures are "file.go:N: message" lines; the packages' debug logs
+  # (hclog through t.Log, "file.go:N: <timestamp> [LEVEL]") are not.
+  real=$(grep -E '^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$work/$p.out" | grep -v 'TempDir RemoveAll cleanup: .*Invalid function' \
+    | grep -vE '\.go:[0-9]+: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+[-+Z0-9:]* \[(TRACE|DEBUG|INFO|WARN|ERROR)\]' || true)
   if [ "$rc" = 1 ] && [ -z "$real" ] && ! grep -qE '^(panic:|fatal error:)' "$work/$p.out" && grep -q 'TempDir RemoveAll cleanup' "$work/$p.out"; then
     only=$(grep -cE '^\s*--- FAIL' "$work/$p.out" || true)
     echo "wine: $p ok ($((passed + only)) passed, ${secs} s; $only of them failed only their temp-folder cleanup, a Wine limitation, ignored)"

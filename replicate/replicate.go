@@ -327,7 +327,9 @@ func litestreamDatabases(ctx context.Context, bin, config string) ([]string, err
 }
 
 // containsFile reports whether list names file, comparing absolute paths
-// with symbolic links resolved where the files exist.
+// with symbolic links resolved where the files exist (on Windows that also
+// settles the case of the letters). Not os.SameFile: SQLite names its -wal
+// and -shm after the path, so a hard link is another database to it.
 func containsFile(list []string, file string) bool {
 	want := canonicalPath(file)
 	for _, p := range list {

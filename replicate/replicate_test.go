@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,28 +17,38 @@ func TestCheckListed(t *testing.T) {
 	audit := filepath.Join(dir, "audit.db")
 	shop := filepath.Join(dir, "shop.db")
 	link := filepath.Join(dir, "link")
-	if err := os.Symlink(dir, link); err != nil {
-		t.Skip("no symbolic links here:", err)
-	}
 	for _, f := range []string{mem, shop} {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, tt := range []struct {
+	type check struct {
 		name   string
 		listed []string
 		want   []string
 		err    string // "" = accepted
-	}{
+	}
+	var checks []check
+	// Only where links work: Windows without the privilege makes none, and
+	// Wine 8 makes one it cannot follow. (No t.Log: .ci/windows.sh reads
+	// "file.go:N:" lines as failures.)
+	if err := os.Symlink(dir, link); err == nil {
+		if _, err := os.Stat(filepath.Join(link, "memory.db")); err == nil {
+			checks = append(checks, check{"the same file through a symbolic link", []string{filepath.Join(link, "memory.db")}, []string{mem}, ""})
+		}
+	}
+	if runtime.GOOS == "windows" {
+		// Windows paths name the same file whatever their case.
+		checks = append(checks, check{"the same file in other letters", []string{strings.ToUpper(mem)}, []string{mem}, ""})
+	}
+	for _, tt := range append(checks, []check{
 		{"exactly the memory database", []string{mem}, []string{mem}, ""},
-		{"the same file through a symbolic link", []string{filepath.Join(link, "memory.db")}, []string{mem}, ""},
 		{"missing", []string{filepath.Join(dir, "other.db")}, []string{mem}, "does not replicate " + mem},
 		{"nothing listed by path", nil, []string{mem}, "it lists no database by path"},
 		{"one more database", []string{mem, filepath.Join(dir, "other.db")}, []string{mem}, "also lists"},
 		{"the audit file only", []string{audit}, []string{audit}, ""},
 		{"the read-only database too", []string{audit, shop}, []string{audit}, "lists the read-only database"},
-	} {
+	}...) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := checkListed("ls.yml", tt.listed, tt.want, shop)
 			if tt.err == "" {
