@@ -463,6 +463,79 @@ func rowCount(t *testing.T, db string) int {
 	return n
 }
 
+// TestSnapshotHoldsACommitDuringTheCopy: another process commits a row
+// while destructive_query copies the database, and the DELETE then removes
+// it. The snapshot is copied again under the write lock, so it holds
+// exactly what the statement started from: the row survives in it.
+func TestSnapshotHoldsACommitDuringTheCopy(t *testing.T) {
+	t.Parallel()
+	db := bigDB(t)
+	s := start(t, db, "--query-timeout", "30")
+	type answer struct {
+		text string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "destructive_query"
+		req.Params.Arguments = map[string]any{"query": "DELETE FROM t WHERE id < 0", "reason": "drop the placeholder rows"}
+		res, err := s.c.CallTool(context.Background(), req)
+		if err == nil {
+			var text strings.Builder
+			for _, c := range res.Content {
+				if tc, ok := c.(mcp.TextContent); ok {
+					text.WriteString(tc.Text)
+				}
+			}
+			done <- answer{text.String(), nil}
+			return
+		}
+		done <- answer{"", err}
+	}()
+	// The copy has begun (its read transaction too) once the partial file
+	// holds its first 4 MiB step; 120 MB remain to copy.
+	if !waitFor(20*time.Second, func() bool {
+		for _, f := range snapshotFiles(t, db) {
+			if info, err := os.Stat(filepath.Join(filepath.Dir(db), "memory.snapshots", f)); err == nil && strings.HasSuffix(f, ".partial") && info.Size() >= 4<<20 {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no snapshot being copied: %v", snapshotFiles(t, db))
+	}
+	if _, err := openDirect(t, db).Exec("INSERT INTO t(id, b) VALUES (-1, x'00')"); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	path, ok := strings.CutPrefix(a.text, "ok: 1 rows affected; snapshot: ")
+	if !ok {
+		t.Fatalf("got %q; want the row committed during the copy deleted", a.text)
+	}
+	if files := snapshotFiles(t, db); len(files) != 1 || files[0] != filepath.Base(path) {
+		t.Fatalf("snapshot folder: %v; want only the second copy", files)
+	}
+	var n int
+	if err := openDirect(t, path).QueryRow("SELECT count(*) FROM t WHERE id = -1").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the snapshot holds %d rows committed during the copy (%v); want 1", n, err)
+	}
+	var detail map[string]any
+	if !waitFor(10*time.Second, func() bool {
+		for _, r := range auditLog(t, db) {
+			if r.tool == "destructive_query" && r.ok {
+				return json.Unmarshal([]byte(r.detail), &detail) == nil
+			}
+		}
+		return false
+	}) || detail["snapshot_copied_again"] != true {
+		t.Fatalf("audit detail %v; want snapshot_copied_again", detail)
+	}
+}
+
 // TestStoppedSnapshotLeavesNothing: a destructive_query whose snapshot is
 // stopped, by its own time budget or by a cancellation that kills the
 // worker mid-copy, leaves no partial snapshot and changes nothing.

@@ -114,9 +114,16 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 		detail = map[string]any{"snapshot": path}
+		if ex.detail["snapshot_copied_again"] == true {
+			detail["snapshot_copied_again"] = true
+		}
 	}
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
-		return nil, err
+	// A snapshot leaves the write transaction begun: the statement starts
+	// from exactly the state it copied.
+	if ex.conn.Autocommit() {
+		if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+			return nil, err
+		}
 	}
 	var triggersBefore map[string]bool
 	if ex.mode == policy.Destructive {

@@ -20,8 +20,12 @@ import (
 const snapshotPages = 1024
 
 // snapshotStepHook runs after each backup step; tests slow snapshots down
-// with it.
-var snapshotStepHook = func() {}
+// with it. afterCopyHook runs between the copy and the write lock; tests
+// commit there.
+var (
+	snapshotStepHook = func() {}
+	afterCopyHook    = func() {}
+)
 
 // stampLayout is the time in a snapshot's name; it sorts by name in time
 // order.
@@ -29,7 +33,9 @@ const stampLayout = "20060102T150405.000"
 
 // snapshot backs the database up with SQLite's online backup API into
 // <dir>/<stem>.<YYYYMMDDTHHMMSS.mmm>Z.db and keeps the newest Keep complete
-// snapshots. It returns "" when snapshots are disabled.
+// snapshots. It returns "" when snapshots are disabled; otherwise it
+// returns with the write transaction the statement runs in already begun,
+// so that the snapshot holds exactly the state the statement starts from.
 //
 // The copy is written under a partial name (ending in ipc.PartialSuffix),
 // synced, and renamed only when complete, so a file with a snapshot's name
@@ -37,10 +43,18 @@ const stampLayout = "20060102T150405.000"
 // file here; when the worker is killed, the front removes it (it chose the
 // name).
 //
-// The snapshot has its own time budget (Snapshot.TimeoutMS): the
-// statement's clock stops while it runs and starts from zero when it is
-// complete. Progress frames tell the front, which moves its kill timer the
-// same way.
+// The copy runs in one read transaction, without the write lock, so that
+// other writers (the front's audit rows among them) are not held up for as
+// long as it takes. Then the write lock is taken, and PRAGMA data_version
+// tells whether another connection committed since the copy's read began:
+// if one did, the snapshot lacks that commit, which the statement may be
+// about to destroy, so the database is copied again, now under the write
+// lock, and the first copy is removed.
+//
+// The snapshot has its own time budget (Snapshot.TimeoutMS), both copies
+// together: the statement's clock stops while it runs and starts from zero
+// when it is complete. Progress frames tell the front, which moves its kill
+// timer the same way.
 func (ex *executor) snapshot() (string, error) {
 	s := ex.req.Snapshot
 	if s == nil || s.Keep <= 0 {
@@ -64,8 +78,87 @@ func (ex *executor) snapshot() (string, error) {
 	started := time.Now()
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
 	tmp := filepath.Join(s.Dir, partial)
+
+	if err := ex.exec("BEGIN"); err != nil {
+		return "", err
+	}
+	// BEGIN starts no read transaction until something reads.
+	version, err := ex.scalarInt("SELECT count(*) FROM sqlite_schema")
+	if err == nil {
+		version, err = ex.scalarInt("PRAGMA data_version")
+	}
+	if err == nil {
+		err = ex.copyTo(ex.conn, tmp, started, budget)
+	}
+	if cerr := ex.exec("COMMIT"); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	path, err := keepSnapshot(tmp, s, started)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+	}
+
+	afterCopyHook()
+	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+		return "", err
+	}
+	now, err := ex.scalarInt("PRAGMA data_version")
+	if err == nil && now != version {
+		var again string
+		if again, err = ex.copyAgain(tmp, s, started, budget); err == nil {
+			_ = os.Remove(path)
+			path = again
+		}
+	}
+	if err != nil {
+		_ = ex.exec("ROLLBACK")
+		return "", err
+	}
+	rotate(s.Dir, s.Stem, s.Keep, ex)
+	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
+	if ex.clock != nil {
+		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
+	}
+	return path, nil
+}
+
+// copyAgain copies the database once more while this connection holds the
+// write lock, through a second connection (SQLite's backup cannot read from
+// a connection in a write transaction), and keeps the copy.
+func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, budget time.Duration) (string, error) {
+	ex.log.Info("another connection committed during the snapshot; copying again under the write lock")
+	if ex.detail == nil {
+		ex.detail = map[string]any{}
+	}
+	ex.detail["snapshot_copied_again"] = true
+	src, err := openConn(ex.req.DB, false)
+	if err != nil {
+		return "", err
+	}
+	err = ex.copyTo(src, tmp, started, budget)
+	src.Close()
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	path, err := keepSnapshot(tmp, s, time.Now())
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+	}
+	return path, nil
+}
+
+// copyTo backs src up into tmp in steps, reporting progress, within what is
+// left of budget.
+func (ex *executor) copyTo(src *rawsqlite.Conn, tmp string, started time.Time, budget time.Duration) error {
 	expired := false
-	err = ex.conn.BackupSteps(tmp, snapshotPages, func(done, total int) bool {
+	err := src.BackupSteps(tmp, snapshotPages, func(done, total int) bool {
 		if budget > 0 && time.Since(started) > budget {
 			expired = true
 			return false
@@ -74,23 +167,13 @@ func (ex *executor) snapshot() (string, error) {
 		snapshotStepHook()
 		return true
 	})
-	if err != nil {
-		if expired {
-			return "", ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
-		}
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
+	switch {
+	case err == nil:
+		return nil
+	case expired:
+		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
 	}
-	path, err := keepSnapshot(tmp, s, started)
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
-	}
-	rotate(s.Dir, s.Stem, s.Keep, ex)
-	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
-	if ex.clock != nil {
-		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
-	}
-	return path, nil
+	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
 }
 
 // partialName is the request's partial file name, checked to be a plain

@@ -143,6 +143,71 @@ func TestSnapshot(t *testing.T) {
 		}
 	})
 
+	// Another connection commits a row, which the DELETE then removes,
+	// during the copy or between the copy and the write lock: the snapshot
+	// must hold it, so the worker copies again under the write lock. With
+	// no commit it copies once. (In rollback-journal mode the copy's shared
+	// lock keeps writers out, so only the gap after it is open.)
+	for _, tt := range []struct {
+		name     string
+		rollback bool   // the database in rollback-journal mode, not WAL
+		when     string // "during", "after" the copy, or "" for no commit
+	}{
+		{"WAL, a commit during the copy", false, "during"},
+		{"WAL, a commit between the copy and the write lock", false, "after"},
+		{"rollback journal, a commit between the copy and the write lock", true, "after"},
+		{"no commit: one copy", false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := bigDB(t)
+			if tt.rollback {
+				c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = c.Exec("PRAGMA journal_mode=DELETE")
+				c.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			steps := 0
+			snapshotStepHook = func() {
+				if steps++; steps == 1 && tt.when == "during" {
+					commitLateRow(t, db)
+				}
+			}
+			afterCopyHook = func() {
+				if tt.when == "after" {
+					commitLateRow(t, db)
+				}
+			}
+			defer func() { snapshotStepHook, afterCopyHook = func() {}, func() {} }()
+			dir := filepath.Join(t.TempDir(), "snaps")
+			req := destructive(db, dir, 5, 60_000)
+			req.SQL = "DELETE FROM t WHERE name = 'late'"
+			resp := execute(req, log)
+			want := "1"
+			if tt.when == "" {
+				want = "0"
+			}
+			if !resp.OK || !strings.HasPrefix(resp.Text, "ok: "+want+" rows affected; snapshot: ") {
+				t.Fatalf("got %+v", resp)
+			}
+			if again := resp.Detail["snapshot_copied_again"] == true; again != (tt.when != "") {
+				t.Fatalf("copied again: %v (detail %v)", again, resp.Detail)
+			}
+			names := dirNames(t, dir)
+			if len(names) != 1 {
+				t.Fatalf("snapshot folder: %v, want one snapshot", names)
+			}
+			snap := execute(request(filepath.Join(dir, names[0]), ipc.OpQuery, "read", "SELECT count(*) FROM t WHERE name = 'late'"), log)
+			if !strings.HasPrefix(snap.Text, "count(*)\n"+want+"\n") {
+				t.Fatalf("the snapshot holds %q, want %s late row", snap.Text, want)
+			}
+		})
+	}
+
 	t.Run("bad names are refused", func(t *testing.T) {
 		for _, s := range []ipc.Snapshot{
 			{Stem: "w", Partial: "../w.x.partial"},
@@ -197,4 +262,18 @@ func executeTo(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Resp
 	resp, release := executeHeld(req, log, progress)
 	release()
 	return resp
+}
+
+// commitLateRow commits a row from a connection of its own.
+func commitLateRow(t *testing.T, db string) {
+	t.Helper()
+	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	if err := c.Exec("INSERT INTO t (name) VALUES ('late')"); err != nil {
+		t.Error(err)
+	}
 }
