@@ -250,6 +250,12 @@ func rotate(dir, stem string, keep int, ex *executor) {
 		if err := os.Remove(filepath.Join(dir, complete[0])); err != nil {
 			ex.log.Warn("could not remove an old snapshot", "file", complete[0], "error", err)
 		}
+		// A snapshot is a WAL database: opening one by hand leaves these.
+		for _, companion := range []string{"-wal", "-shm"} {
+			if names[complete[0]+companion] {
+				_ = os.Remove(filepath.Join(dir, complete[0]+companion))
+			}
+		}
 		complete = complete[1:]
 	}
 }

@@ -178,7 +178,10 @@ func TestCreateView(t *testing.T) {
 
 func TestSnapshotRotation(t *testing.T) {
 	dir := t.TempDir()
-	names := []string{"m.20260101T000000.000Z.db", "m.20260101T000001.000Z.db", "m.20260101T000002.000Z.db", "m.notes.txt", "other.20260101T000000.000Z.db"}
+	// The oldest was opened by hand, which left its WAL companions; they
+	// go with it. A newer one's stay.
+	names := []string{"m.20260101T000000.000Z.db", "m.20260101T000000.000Z.db-wal", "m.20260101T000000.000Z.db-shm",
+		"m.20260101T000001.000Z.db", "m.20260101T000002.000Z.db", "m.20260101T000002.000Z.db-shm", "m.notes.txt", "other.20260101T000000.000Z.db"}
 	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
 			t.Fatal(err)
@@ -190,7 +193,7 @@ func TestSnapshotRotation(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	if strings.Join(got, " ") != "m.20260101T000001.000Z.db m.20260101T000002.000Z.db m.notes.txt other.20260101T000000.000Z.db" {
+	if strings.Join(got, " ") != "m.20260101T000001.000Z.db m.20260101T000002.000Z.db m.20260101T000002.000Z.db-shm m.notes.txt other.20260101T000000.000Z.db" {
 		t.Fatalf("left %v", got)
 	}
 }
