@@ -163,6 +163,23 @@ func TestPoolEmptyRefillsAtOnce(t *testing.T) {
 	<-done
 }
 
+// TestPoolEmptyRefillsInParallel: when calls have taken every standby, the
+// replacements start together while the calls run (a stream of calls is
+// bound by process starts), up to the pool's size.
+func TestPoolEmptyRefillsInParallel(t *testing.T) {
+	s, _ := poolSpawner(t, "pid", 6, 3)
+	eventually(t, "3 ready standbys", func() bool { return s.readyPids(3) != nil })
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { runPid(t, s, 3000) })
+	}
+	eventually(t, "3 replacements started during the calls", func() bool {
+		pool, alive, calls := s.counts()
+		return calls == 3 && pool == 3 && alive == 6
+	})
+	wg.Wait()
+}
+
 // TestPoolReplacesDeadStandby: a standby killed while it waits is replaced
 // and the log says so.
 func TestPoolReplacesDeadStandby(t *testing.T) {
