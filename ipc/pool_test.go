@@ -169,14 +169,21 @@ func TestPoolEmptyRefillsAtOnce(t *testing.T) {
 func TestPoolEmptyRefillsInParallel(t *testing.T) {
 	s, _ := poolSpawner(t, "pid", 6, 3)
 	eventually(t, "3 ready standbys", func() bool { return s.readyPids(3) != nil })
+	// Calls that last until the replacements are seen (process starts are
+	// slow under Wine), then are cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Go(func() { runPid(t, s, 3000) })
+		wg.Go(func() {
+			s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limit: 60_000, Limits: Limits{TimeoutMS: 120_000}})
+		})
 	}
 	eventually(t, "3 replacements started during the calls", func() bool {
 		pool, alive, calls := s.counts()
 		return calls == 3 && pool == 3 && alive == 6
 	})
+	cancel()
 	wg.Wait()
 }
 
