@@ -82,8 +82,10 @@ func (ex *executor) snapshot() (string, error) {
 	if err := ex.exec("BEGIN"); err != nil {
 		return "", err
 	}
-	// BEGIN starts no read transaction until something reads.
-	version, err := ex.scalarInt("SELECT count(*) FROM sqlite_schema")
+	// BEGIN starts no read transaction until something reads; the count
+	// does, and data_version is then the copy's starting point.
+	var version int64
+	_, err = ex.scalarInt("SELECT count(*) FROM sqlite_schema")
 	if err == nil {
 		version, err = ex.scalarInt("PRAGMA data_version")
 	}
