@@ -218,10 +218,10 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 			return nil, NewError(CodeWorkerFailed, "the server is shutting down; the call was not run")
 		}
 		if p := s.popStandby(); p != nil {
-			none := !slices.ContainsFunc(s.pool, (*process).isReady)
+			none := s.noneReady()
 			s.mu.Unlock()
 			if none {
-				s.nudge() // none left: the filler starts one at once
+				s.nudge() // none ready: the filler refills the pool at once
 			}
 			if p.exited() {
 				s.log.Warn("standby worker had exited; taking another", "pid", p.pid())
@@ -276,6 +276,13 @@ func (s *Spawner) popStandby() *process {
 	return p
 }
 
+// noneReady reports whether no standby in the pool is ready: what makes a
+// call nudge the filler and the filler refill at once while calls run.
+// Call with s.mu held.
+func (s *Spawner) noneReady() bool {
+	return !slices.ContainsFunc(s.pool, (*process).isReady)
+}
+
 // callDone counts a call out; the last one out starts the refill clock.
 func (s *Spawner) callDone() {
 	s.mu.Lock()
@@ -322,7 +329,7 @@ func (s *Spawner) fill() {
 		}
 		if len(s.pool) < s.cfg.Standby && s.alive < s.cfg.MaxWorkers {
 			switch {
-			case s.calls > 0 && (s.rush || !slices.ContainsFunc(s.pool, (*process).isReady)):
+			case s.calls > 0 && (s.rush || s.noneReady()):
 				// None ready while calls run: the next call needs one more
 				// than the running ones need the CPU. A stream of calls is
 				// bound by process starts, so the pool is refilled with
