@@ -190,6 +190,34 @@ func TestPoolServesBurst(t *testing.T) {
 	}
 }
 
+// TestStreamRefillsThePoolAtOnce: when calls have taken every standby,
+// the server starts all the replacements together while the calls still
+// run (a stream of back-to-back calls is bound by worker starts), not one
+// at a time.
+func TestStreamRefillsThePoolAtOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts workers through /proc")
+	}
+	t.Parallel()
+	db := newDB(t)
+	s, logs := startLogged(t, serverBin, db, "-v", "--max-workers", "6", "--standby-workers", "3", "--query-timeout", "3")
+	s.ok("verify_chain", nil)
+	mustWaitFor(t, "three ready standbys", func() bool { return logs.count("standby worker ready") >= 3 })
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if text, isErr := s.call("read_query", q(runaway)); !isErr || !strings.HasPrefix(text, "TIMEOUT") {
+				t.Errorf("runaway read: %q", text)
+			}
+		})
+	}
+	// Three calls running, each on a former standby, and three new ones.
+	if !waitFor(2500*time.Millisecond, func() bool { return len(workersOf(db)) == 6 }) {
+		t.Errorf("workers while the calls run: %v, want 6", workersOf(db))
+	}
+	wg.Wait()
+}
+
 // TestStandbyConfinedAndLimitedWhileWaiting: a standby worker has its
 // sandbox and its limits before any request reaches it.
 func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
