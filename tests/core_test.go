@@ -143,6 +143,7 @@ func TestArgumentErrors(t *testing.T) {
 			}
 		})
 	}
+	s.audited(s.db)
 	if _, failed := auditRows(t, s.db); failed != len(tests) {
 		t.Fatalf("audit has %d failed rows, want %d", failed, len(tests))
 	}
@@ -221,6 +222,7 @@ func TestRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			beforeUser := dump(t, db, userTables...)
 			beforeMem := dump(t, db, memTables...)
+			s.audited(db)
 			beforeAudit, _ := auditRows(t, db)
 			args := q(tt.sql)
 			if tt.tool == "destructive_query" {
@@ -242,6 +244,7 @@ func TestRefusals(t *testing.T) {
 			if dump(t, db, memTables...) != beforeMem {
 				t.Fatal("memory tables changed")
 			}
+			s.audited(db)
 			after, _ := auditRows(t, db)
 			if after != beforeAudit+1 {
 				t.Fatalf("audit rows %d -> %d, want one more", beforeAudit, after)
@@ -311,6 +314,7 @@ func TestUpdateGuardAndDestructive(t *testing.T) {
 	if got := s.ok("destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "done"}); !strings.HasPrefix(got, "ok: schema statement executed; snapshot: ") {
 		t.Fatalf("drop: %q", got)
 	}
+	s.audited(db)
 	var reason string
 	if err := openDirect(t, db).QueryRow(`SELECT json_extract(detail, '$.reason') FROM query_log WHERE tool = 'destructive_query' ORDER BY id DESC LIMIT 1`).Scan(&reason); err != nil || reason != "done" {
 		t.Fatalf("reason in audit: %q %v", reason, err)
@@ -341,6 +345,7 @@ func TestRunawayQueryIsStopped(t *testing.T) {
 	if got := s.ok("read_query", q("SELECT 42 AS answer")); got != "answer\n42\n# 1 rows" {
 		t.Fatalf("after timeout: %q", got)
 	}
+	s.audited(db)
 	if tool, ok, e := lastAuditN(t, db, 2); tool != "read_query" || ok || !strings.HasPrefix(e, "TIMEOUT") {
 		t.Fatalf("audit of the timeout: %s %v %q", tool, ok, e)
 	}
@@ -364,6 +369,7 @@ func TestMemoryBomb(t *testing.T) {
 			t.Fatalf("after bomb: %q", got)
 		}
 	}
+	s.audited(db)
 	_, failed := auditRows(t, db)
 	if failed != len(bombs) {
 		t.Fatalf("audit has %d failed rows, want %d", failed, len(bombs))

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,9 @@ type session struct {
 	c   *client.Client
 	db  string
 	cmd *exec.Cmd
+	// calls counts the tool calls made through callResult; each writes one
+	// audit row.
+	calls atomic.Int64
 }
 
 // start launches the server binary on db with extra flags and initializes
@@ -163,11 +167,25 @@ func (s *session) callResult(tool string, args map[string]any) *mcp.CallToolResu
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	s.calls.Add(1)
 	res, err := s.c.CallTool(ctx, req)
 	if err != nil {
 		s.t.Fatalf("%s: protocol error: %v", tool, err)
 	}
 	return res
+}
+
+// audited waits until the audit log at path holds a row for every tool
+// call this session made. A reply waits for its own audit row for at most
+// 50 ms, so on a slow machine (or against a race-built server) a test that
+// reads query_log right after a call could miss the row.
+func (s *session) audited(path string) {
+	s.t.Helper()
+	want := s.calls.Load()
+	all := 0
+	if !waitFor(10*time.Second, func() bool { all, _ = auditRows(s.t, path); return int64(all) >= want }) {
+		s.t.Fatalf("%d audit rows after %d tool calls", all, want)
+	}
 }
 
 // ok calls a tool that must succeed and returns its text.

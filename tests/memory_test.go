@@ -295,6 +295,7 @@ func TestCreateViewAndSchema(t *testing.T) {
 	if got := s.ok("create_view", map[string]any{"name": "titles", "select_sql": "SELECT id, title FROM notes", "replace": true}); got != "ok: view titles replaced; the previous definition is kept in query_log" {
 		t.Fatalf("replace: %q", got)
 	}
+	s.audited(db)
 	var prev string
 	if err := openDirect(t, db).QueryRow(`SELECT json_extract(detail, '$.previous_sql') FROM query_log WHERE tool = 'create_view' AND ok = 1 ORDER BY id DESC LIMIT 1`).Scan(&prev); err != nil {
 		t.Fatal(err)

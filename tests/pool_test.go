@@ -185,6 +185,7 @@ func TestPoolServesBurst(t *testing.T) {
 	if n := logs.count("call started its own worker") - ownBefore; n != 0 {
 		t.Fatalf("%d calls started a worker on their call path:\n%s", n, logs)
 	}
+	s.audited(db)
 	if all, _ := auditRows(t, db); all != 6 {
 		t.Fatalf("%d audit rows, want 6", all)
 	}

@@ -737,6 +737,7 @@ func TestReadonlyAuditDB(t *testing.T) {
 	s.roFails("query_database", map[string]any{"sql": "DELETE FROM orders"}, "READ_ONLY_VIOLATION")
 	s.roFails("query_database", map[string]any{"sql": "SELECT 1", "limit": 0}, "INVALID_ARGUMENT")
 
+	s.audited(audit)
 	all, failed := auditRows(t, audit)
 	if all != 5 || failed != 2 {
 		t.Fatalf("audit rows: %d (%d failed), want 5 (2 failed)", all, failed)

@@ -157,6 +157,7 @@ func TestSearchAudit(t *testing.T) {
 	s := start(t, db)
 	seedDocs(s)
 	s.ok("search_text", searchArgs(`big`, "docs", "columns", []any{"body"}, "where", "kind = 'note'"))
+	s.audited(db)
 	var detail string
 	if err := openDirect(t, db).QueryRow(`SELECT detail FROM query_log WHERE tool = 'search_text' AND ok = 1 ORDER BY id DESC LIMIT 1`).Scan(&detail); err != nil {
 		t.Fatal(err)
@@ -176,6 +177,7 @@ func TestSearchAudit(t *testing.T) {
 	}
 	// A refused search still tells its audit row the SQL it built.
 	s.fails("search_text", searchArgs(`big`, "docs", "where", "1; DROP TABLE docs"), "SQL_ERROR")
+	s.audited(db)
 	var failedSQL string
 	if err := openDirect(t, db).QueryRow(`SELECT json_extract(detail, '$.sql') FROM query_log WHERE tool = 'search_text' AND ok = 0 ORDER BY id DESC LIMIT 1`).Scan(&failedSQL); err != nil {
 		t.Fatal(err)
@@ -245,6 +247,7 @@ func TestSearchPathologicalPattern(t *testing.T) {
 	if got := s.ok("read_query", q("SELECT count(*) AS n FROM big")); got != "n\n200000\n# 1 rows" {
 		t.Fatalf("after the timeout: %q", got)
 	}
+	s.audited(db)
 	if tool, ok, e := lastAuditN(t, db, 2); tool != "search_text" || ok || !strings.HasPrefix(e, "TIMEOUT") {
 		t.Fatalf("audit of the timeout: %s %v %q", tool, ok, e)
 	}
