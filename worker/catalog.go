@@ -302,31 +302,25 @@ func (ex *executor) schema() (*ipc.Response, error) {
 	}
 	all := ex.req.Table != nil && ex.req.Table.IncludeSystem
 	var shown []object
-	system, shadow := 0, 0
+	hidden := 0
 	for _, kind := range []string{"table", "index", "view", "trigger"} {
 		for _, o := range objs {
 			if o.typ != kind || o.sql == "" {
 				continue
 			}
 			if (o.system || o.shadow) && !all {
-				if o.shadow {
-					shadow++
-				} else {
-					system++
-				}
+				hidden++
 				continue
 			}
 			shown = append(shown, o)
 		}
 	}
 	var b strings.Builder
-	switch {
-	case all:
+	if all {
 		fmt.Fprintf(&b, "-- %d objects\n", len(shown))
-	case shadow > 0:
-		fmt.Fprintf(&b, "-- %d objects (%d server objects and %d shadow tables of virtual tables hidden; include_system=true shows them)\n", len(shown), system, shadow)
-	default:
-		fmt.Fprintf(&b, "-- %d objects (%d server objects hidden; include_system=true shows them)\n", len(shown), system)
+	} else {
+		// SPEC 5's header counts shadow tables among the server objects.
+		fmt.Fprintf(&b, "-- %d objects (%d server objects hidden; include_system=true shows them)\n", len(shown), hidden)
 	}
 	analyzed := false
 	for _, o := range shown {
