@@ -55,6 +55,10 @@ type Config struct {
 	// the platform allows it (a Job Object on Windows), and handed to the
 	// worker, which limits itself before its request arrives.
 	MemoryMB int
+	// DBHeader, when set, is how the front reads its database without
+	// opening it (its hold descriptor); it confines the workers it starts
+	// with it (sandbox.Allowance.Header).
+	DBHeader io.ReaderAt
 	Log      hclog.Logger
 }
 
@@ -129,6 +133,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 		stop:    make(chan struct{}),
 	}
 	if a := allowanceOf(cfg.Env); a != nil {
+		a.Header = cfg.DBHeader
 		s.confine = a
 		s.launch.Store(true)
 	}

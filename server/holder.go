@@ -10,22 +10,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 )
 
-// holdShared marks the database as in use by this server until the file is
-// closed: every server holds a shared lock, restore needs an exclusive one.
-// The lock is an OS advisory lock (flock, or LockFileEx far beyond SQLite's
-// own lock bytes), so it never interferes with SQLite's locking.
-func holdShared(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := filelock.Shared(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
 // Restore copies snapshot over db while no server holds db. Stale -wal and
 // -shm files of db are removed first: they belong to the replaced content.
 func Restore(db, snapshot string) error {
