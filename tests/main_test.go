@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	_ "modernc.org/sqlite"
 )
@@ -34,6 +35,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(neighbourEnv); db != "" {
+		os.Exit(runNeighbour(db))
+	}
 	dir, err := os.MkdirTemp("", "mcp-sqlite-memory-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -130,12 +134,14 @@ type session struct {
 func start(t testing.TB, db string, flags ...string) *session {
 	t.Helper()
 	args := append([]string{"--db", db}, flags...)
-	c, err := client.NewStdioMCPClient(serverBin, os.Environ(), args...)
+	var cmd *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(serverBin, os.Environ(), args, transport.WithCommandFunc(keepCommand(&cmd)))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	s := &session{t: t, c: c, db: db}
+	s := &session{t: t, c: c, db: db, cmd: cmd}
 	t.Cleanup(func() { c.Close() })
+	s.guardLocks()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}
@@ -145,6 +151,17 @@ func start(t testing.TB, db string, flags ...string) *session {
 		t.Fatalf("initialize: %v", err)
 	}
 	return s
+}
+
+// keepCommand is a transport command factory that starts the command as
+// mcp-go would and keeps it in *cmd, so that the test knows the server's
+// process.
+func keepCommand(cmd **exec.Cmd) transport.CommandFunc {
+	return func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		*cmd = exec.CommandContext(ctx, command, args...)
+		(*cmd).Env = env
+		return *cmd, nil
+	}
 }
 
 // call runs one tool and returns its text and whether it is a tool error.

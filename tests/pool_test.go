@@ -45,11 +45,14 @@ func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lock
 	t.Helper()
 	logs := &lockedBuffer{}
 	args := append([]string{"--db", db}, flags...)
-	c, err := client.NewStdioMCPClientWithOptions(bin, os.Environ(), args, transport.WithCommandStderrWriter(logs))
+	var cmd *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(bin, os.Environ(), args, transport.WithCommandStderrWriter(logs), transport.WithCommandFunc(keepCommand(&cmd)))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	s := &session{t: t, c: c, db: db, cmd: cmd}
+	s.guardLocks()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}
@@ -58,7 +61,7 @@ func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lock
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v\n%s", err, logs)
 	}
-	return &session{t: t, c: c, db: db}, logs
+	return s, logs
 }
 
 // waitFor polls cond for up to 10 s: a liveness bound, not a timing.

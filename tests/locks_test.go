@@ -1,0 +1,178 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The lock invariant (SPEC 5.3, filelock/DESIGN.md), checked at the end of
+// every memory-profile session on Linux: while the front runs, its own
+// SQLite connection (idle or not) holds a POSIX read lock on the database
+// file (SQLite's SHARED lock, which a WAL connection keeps for as long as
+// it is open) and one on the -shm (the read lock on its DMS byte, for as
+// long as the WAL index is mapped). Both belong to the front process; the
+// front's flock hold shows in /proc/locks as FLOCK and does not count. A
+// front that opened and closed a descriptor of either file by hand would
+// have lost them, and another program's closing connection would then
+// find itself "last" and delete the WAL under the server. The -shm it
+// locks must also be the one on disk: the same inode.
+
+// frontLocks returns why the process pid does not hold the lock invariant
+// on the WAL database db, or "" when it does. skip is true when nothing
+// can be checked: the process has ended, or it has no -shm open (the
+// database is not in WAL mode: a rollback-journal connection holds no lock
+// while idle).
+func frontLocks(pid int, db string) (problem string, skip bool) {
+	if !alive(pid) {
+		return "", true
+	}
+	shmFD := ""
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.TrimSuffix(target, " (deleted)") == db+"-shm" {
+			shmFD = fd.Name()
+		}
+	}
+	if shmFD == "" {
+		if _, err := os.Stat(db + "-shm"); err == nil && alive(pid) {
+			return "the front has no descriptor of " + db + "-shm, which exists: it is not connected to its WAL index", false
+		}
+		return "", true
+	}
+	held, err := os.Stat(fmt.Sprintf("/proc/%d/fd/%s", pid, shmFD))
+	if err != nil {
+		return "", true // the process ended meanwhile
+	}
+	onDisk, err := os.Stat(db + "-shm")
+	if err != nil {
+		return fmt.Sprintf("%s-shm is gone while the front has it open (deleted under the running server)", db), false
+	}
+	if !os.SameFile(held, onDisk) {
+		return fmt.Sprintf("%s-shm on disk is not the one the front has open (replaced under the running server)", db), false
+	}
+	dbInfo, err := os.Stat(db)
+	if err != nil {
+		return fmt.Sprintf("%s is gone: %v", db, err), false
+	}
+	locks := posixLocks(pid)
+	var missing []string
+	for _, f := range []struct {
+		name string
+		fi   os.FileInfo
+	}{{"the database file", dbInfo}, {"its -shm", onDisk}} {
+		if !locks[inode(f.fi)] {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 && alive(pid) {
+		return fmt.Sprintf("the front (pid %d) holds no POSIX lock on %s of %s: something in it opened and closed a descriptor of the file by hand, which drops SQLite's locks (locks held: %v)", pid, strings.Join(missing, " and "), db, locks), false
+	}
+	return "", len(missing) > 0 // ended while we looked
+}
+
+// posixLocks lists the inodes on which pid holds a POSIX lock, from
+// /proc/locks ("1: POSIX ADVISORY READ 1234 fe:00:9978001 128 128"; a
+// blocked request, "->", is not held).
+func posixLocks(pid int) map[uint64]bool {
+	out := map[uint64]bool{}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	want := strconv.Itoa(pid)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "POSIX" || fields[4] != want {
+			continue
+		}
+		id := fields[5]
+		ino, err := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
+		if err == nil {
+			out[ino] = true
+		}
+	}
+	return out
+}
+
+func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+// alive reports whether pid is a live process (not gone, not a zombie).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
+}
+
+// guardLocks makes the session check the lock invariant when its test
+// ends, before the server is stopped (cleanups run last first). Every
+// memory-profile session helper calls it, so every end-to-end session in
+// every pool configuration is checked.
+func (s *session) guardLocks() {
+	if runtime.GOOS != "linux" || s.cmd == nil || s.db == "" {
+		return
+	}
+	s.t.Cleanup(func() { s.checkLocks() })
+}
+
+// checkLocks fails the test unless the server holds the lock invariant.
+func (s *session) checkLocks() {
+	s.t.Helper()
+	if runtime.GOOS != "linux" || s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	if problem, _ := frontLocks(s.cmd.Process.Pid, absPath(s.t, s.db)); problem != "" {
+		s.t.Error("lock guard: " + problem)
+	}
+}
+
+func absPath(t testing.TB, p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// neighbourEnv makes the test binary, re-run, act as another program on
+// the database it names: one read-write connection that reads and closes.
+const neighbourEnv = "MCP_SQLITE_E2E_NEIGHBOUR_DB"
+
+// runNeighbour is that program: it opens a read-write connection, reads
+// the chain's head and the agent's table, and closes, as a hook's script
+// would. It returns the exit status.
+func runNeighbour(db string) int {
+	c, err := sql.Open("sqlite", "file:"+db+"?mode=rw&_pragma=busy_timeout(5000)")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var n, head int64
+	err = c.QueryRow(`SELECT count(*), coalesce(max(id), 0) FROM memory_events`).Scan(&n, &head)
+	if err == nil {
+		err = c.QueryRow(`SELECT count(*) FROM notes`).Scan(&n)
+	}
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(head)
+	return 0
+}
