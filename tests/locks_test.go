@@ -24,7 +24,9 @@ import (
 // front that opened and closed a descriptor of either file by hand would
 // have lost them, and another program's closing connection would then
 // find itself "last" and delete the WAL under the server. The -shm it
-// locks must also be the one on disk: the same inode.
+// locks must also be the one on disk: the same inode. And every descriptor
+// the front has of these files is close-on-exec, so that no worker (or
+// Litestream) inherits one.
 
 // frontLocks returns why the process pid does not hold the lock invariant
 // on the WAL database db, or "" when it does. skip is true when nothing
@@ -39,8 +41,15 @@ func frontLocks(pid int, db string) (problem string, skip bool) {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {
 		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if err == nil && strings.TrimSuffix(target, " (deleted)") == db+"-shm" {
+		if err != nil {
+			continue
+		}
+		target = strings.TrimSuffix(target, " (deleted)")
+		if target == db+"-shm" {
 			shmFD = fd.Name()
+		}
+		if (target == db || target == db+"-wal" || target == db+"-shm") && !closeOnExec(pid, fd.Name()) && alive(pid) {
+			return fmt.Sprintf("the front's descriptor %s of %s is not close-on-exec: every worker it starts inherits it", fd.Name(), target), false
 		}
 	}
 	if shmFD == "" {
@@ -77,7 +86,7 @@ func frontLocks(pid int, db string) (problem string, skip bool) {
 	if len(missing) > 0 && alive(pid) {
 		return fmt.Sprintf("the front (pid %d) holds no POSIX lock on %s of %s: something in it opened and closed a descriptor of the file by hand, which drops SQLite's locks (locks held: %v)", pid, strings.Join(missing, " and "), db, locks), false
 	}
-	return "", len(missing) > 0 // ended while we looked
+	return "", false
 }
 
 // posixLocks lists the inodes on which pid holds a POSIX lock, from
@@ -104,6 +113,23 @@ func posixLocks(pid int) map[uint64]bool {
 		}
 	}
 	return out
+}
+
+// closeOnExec reads the flags of pid's descriptor fd (octal, in
+// /proc/pid/fdinfo; O_CLOEXEC is 02000000). A descriptor that is gone
+// counts as fine.
+func closeOnExec(pid int, fd string) bool {
+	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err != nil || flags&syscall.O_CLOEXEC != 0
+		}
+	}
+	return true
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
