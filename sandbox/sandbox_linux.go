@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 )
 
 // Landlock rights by the ABI that introduced them.
@@ -161,7 +163,7 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 // attach through O_PATH descriptors (see allow).
 func prepare(a Allowance, rep *Report) (wal bool, err error) {
 	if a.SnapshotDir != "" && !a.ReadOnly {
-		if err := os.MkdirAll(a.SnapshotDir, 0o700); err != nil {
+		if err := dirsync.MkdirAll(a.SnapshotDir, 0o700); err != nil {
 			return false, fmt.Errorf("sandbox: create the snapshot folder: %w", err)
 		}
 	}

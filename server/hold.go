@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 )
 
@@ -35,10 +36,13 @@ func takeHold(path string, create bool, alone func()) (*os.File, error) {
 	var f *os.File
 	var err error
 	if create {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := dirsync.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("create database folder: %w", err)
 		}
 		f, err = os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+		// SQLite syncs the folder the first time it syncs the -wal it
+		// creates beside the file, which makes the file's name durable
+		// too.
 	} else {
 		f, err = os.Open(path)
 	}

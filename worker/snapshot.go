@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -68,7 +69,7 @@ func (ex *executor) snapshot() (string, error) {
 		// The statement's time ran out while it compiled.
 		return "", &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := dirsync.MkdirAll(s.Dir, 0o700); err != nil {
 		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
 	}
 	budget := time.Duration(s.TimeoutMS) * time.Millisecond
@@ -220,7 +221,7 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
-			syncDir(s.Dir)
+			dirsync.Sync(s.Dir)
 			return path, nil
 		}
 		taken = taken.Add(time.Millisecond)
