@@ -43,7 +43,8 @@ func posixLocked(t *testing.T, path string) bool {
 // closes a descriptor only when no connection of the process holds a lock
 // on the file; a second copy of SQLite in the process would keep its own
 // table and, closing its connection, drop the other copy's locks
-// ("How To Corrupt An SQLite Database File", 2.3). Both must be the same
+// ("How To Corrupt An SQLite Database File": multiple copies of SQLite
+// linked into one application). Both must be the same
 // library: closing a connection of one leaves the other's locks in place.
 func TestOneCopyOfSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.db")
