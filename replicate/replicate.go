@@ -141,7 +141,7 @@ func Plan(ctx context.Context, o Options) (*Replication, error) {
 	}
 	text, err := os.ReadFile(config)
 	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see docs/replication.md)", err)}
 	}
 	if execKey.Match(text) {
 		return nil, &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
