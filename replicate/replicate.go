@@ -309,7 +309,7 @@ func litestreamDatabases(ctx context.Context, bin, config string) ([]string, err
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see README, Replication)", config, msg, config, litestreamVersion)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see docs/replication.md)", config, msg, config, litestreamVersion)}
 	}
 	var dbs []struct {
 		Path string `json:"path"`
