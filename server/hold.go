@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -47,6 +48,10 @@ func takeHold(path string, create bool, alone func()) (*os.File, error) {
 		f, err = os.Open(path)
 	}
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names the file
+		}
 		return nil, err
 	}
 	// No SQLite connection of this process has the file yet, so closing f

@@ -114,12 +114,17 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	}
 	// The hold comes before this process's first SQLite connection to the
 	// file and goes after its last (Close): see takeHold.
-	s.hold, err = takeHold(abs, cfg.Profile != ProfileReadonly, s.removeSnapshotLeftovers)
+	memoryProfile := cfg.Profile != ProfileReadonly
+	alone := s.removeSnapshotLeftovers
+	if !memoryProfile {
+		alone = nil // the readonly profile writes no snapshots
+	}
+	s.hold, err = takeHold(abs, memoryProfile, alone)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	}
-	if cfg.Profile != ProfileReadonly {
+	if memoryProfile {
 		store, err := memory.Open(ctx, abs, log.Named("memory"))
 		if err != nil {
 			s.Close()
