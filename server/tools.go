@@ -55,6 +55,18 @@ func newTool(name, title string, h hints, opts ...mcp.ToolOption) mcp.Tool {
 	return mcp.NewTool(name, append(base, opts...)...)
 }
 
+// stringOrStrings lets a property be an array of strings or one string,
+// so that hosts validating arguments against the schema accept both forms
+// of a list (get_resume_context's exclude_kinds).
+func stringOrStrings() mcp.PropertyOption {
+	return func(schema map[string]any) {
+		schema["anyOf"] = []any{
+			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			map[string]any{"type": "string"},
+		}
+	}
+}
+
 // searchLimit is search_text's default limit, within --max-rows.
 func (s *Server) searchLimit() int { return min(searchDefaultLimit, s.cfg.MaxRows) }
 
@@ -125,9 +137,9 @@ func (s *Server) registerMemory() {
 	), s.handle("checkpoint", false, s.checkpoint))
 
 	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
-		mcp.WithDescription("Call this FIRST in a new session: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first) and whether the memory chain verifies."),
+		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events."),
 		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
-		mcp.WithArray("exclude_kinds", mcp.WithStringItems(), mcp.DefaultArray([]string{}), mcp.Description("event kinds to leave out")),
+		mcp.WithAny("exclude_kinds", stringOrStrings(), mcp.DefaultString(""), mcp.Description("event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\"")),
 	), s.handle("get_resume_context", false, s.resumeContext))
 
 	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
@@ -350,7 +362,7 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err != nil {
 		return outcome{}, err
 	}
-	exclude, err := a.strs("exclude_kinds")
+	exclude, err := a.list("exclude_kinds")
 	if err != nil {
 		return outcome{}, err
 	}

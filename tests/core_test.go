@@ -132,7 +132,7 @@ func TestArgumentErrors(t *testing.T) {
 		{"destructive_query", q("DELETE FROM x"), "reason is required"},
 		{"create_view", map[string]any{"name": "1bad", "select_sql": "SELECT 1"}, "must match"},
 		{"append_event", map[string]any{"content": " \n\t "}, "content must not be empty"},
-		{"get_resume_context", map[string]any{"exclude_kinds": "note"}, "exclude_kinds must be an array"},
+		{"get_resume_context", map[string]any{"exclude_kinds": 3}, "exclude_kinds must be an array of strings or one comma-separated string, got a number"},
 		{"list_tables", map[string]any{"include_row_counts": "yes"}, "must be true or false"},
 	}
 	for _, tt := range tests {
