@@ -127,6 +127,14 @@ func (s *Server) registerMemory() {
 		mcp.WithString("kind", mcp.DefaultString("note"), mcp.Description("a short category such as note, decision, finding, todo")),
 	), s.handle("append_event", false, s.appendEvent))
 
+	// Not destructive: it only adds a file beside the database (rotation
+	// removes old snapshots, never data). Not idempotent: every call adds
+	// one.
+	s.mcp.AddTool(newTool("snapshot", "Snapshot the database", onlyAdds,
+		mcp.WithDescription("Write a full copy of the database file now, with the same online backup, naming and rotation as destructive_query's snapshots (the newest --snapshots are kept in the snapshot folder). Answers 'ok: snapshot written: PATH', or 'ok: snapshot skipped (disabled or target unavailable)' when snapshots are off or the folder cannot be written; it never fails for that. reason is kept in the audit log."),
+		mcp.WithString("reason", mcp.DefaultString("manual"), mcp.Description("why the snapshot is taken, e.g. \"before a refactor\" (kept in the audit log)")),
+	), s.handle("snapshot", false, s.snapshotTool))
+
 	s.mcp.AddTool(newTool("verify_chain", "Verify the memory chain", readsOnly,
 		mcp.WithDescription("Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."),
 	), s.handle("verify_chain", false, s.verifyChain))

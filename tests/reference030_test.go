@@ -2,6 +2,10 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,4 +111,100 @@ func TestExcludeKindsSchemaAdmitsBothForms(t *testing.T) {
 			t.Errorf("%s: valid=%v, want %v (%v)\nschema: %s", tt.args, err == nil, tt.ok, err, raw)
 		}
 	}
+}
+
+// lastSnapshotAudit waits for the session's audit rows and returns the
+// newest snapshot row with its detail decoded.
+func lastSnapshotAudit(t *testing.T, s *session) (auditRow, map[string]any) {
+	t.Helper()
+	s.audited(s.db)
+	var row auditRow
+	for _, r := range auditLog(t, s.db) {
+		if r.tool == "snapshot" {
+			row = r
+		}
+	}
+	var detail map[string]any
+	if err := json.Unmarshal([]byte(row.detail), &detail); err != nil {
+		t.Fatalf("snapshot audit row %+v: %v", row, err)
+	}
+	return row, detail
+}
+
+// TestSnapshotTool: snapshot(reason) writes a full copy with the naming and
+// rotation of destructive_query's snapshots and audits its reason; with
+// snapshots disabled, or a folder that cannot be reached, it answers
+// "skipped" and the audit row says why, and every other tool still works.
+func TestSnapshotTool(t *testing.T) {
+	t.Parallel()
+	t.Run("written and rotated", func(t *testing.T) {
+		t.Parallel()
+		db := newDB(t)
+		s := start(t, db, "--snapshots", "2")
+		s.ok("write_query", q("CREATE TABLE t(x)"))
+		var paths []string
+		for i := range 3 {
+			s.ok("write_query", q(fmt.Sprintf("INSERT INTO t VALUES (%d)", i)))
+			path, ok := strings.CutPrefix(s.ok("snapshot", map[string]any{"reason": fmt.Sprintf("session-end: other %d", i)}), "ok: snapshot written: ")
+			if !ok || filepath.Dir(path) != filepath.Join(filepath.Dir(db), "memory.snapshots") || !strings.HasPrefix(filepath.Base(path), "memory.") || !strings.HasSuffix(path, "Z.db") {
+				t.Fatalf("answer names %q", path)
+			}
+			paths = append(paths, path)
+		}
+		if files := snapshotFiles(t, db); !slices.Equal(files, []string{filepath.Base(paths[1]), filepath.Base(paths[2])}) {
+			t.Fatalf("snapshot folder %v; want the newest 2 of %v", files, paths)
+		}
+		var n int
+		if err := openDirect(t, paths[2]).QueryRow("SELECT count(*) FROM t").Scan(&n); err != nil || n != 3 {
+			t.Fatalf("the newest snapshot holds %d rows (%v), want 3", n, err)
+		}
+		row, detail := lastSnapshotAudit(t, s)
+		if !row.ok || row.query != "session-end: other 2" || detail["reason"] != "session-end: other 2" || detail["snapshot"] != paths[2] {
+			t.Fatalf("audit row %+v", row)
+		}
+		if got := s.ok("snapshot", nil); !strings.HasPrefix(got, "ok: snapshot written: ") {
+			t.Fatalf("default reason: %q", got)
+		}
+		if row, _ := lastSnapshotAudit(t, s); row.query != "manual" {
+			t.Fatalf("default reason audited as %q", row.query)
+		}
+		s.fails("snapshot", map[string]any{"reason": 3}, "INVALID_ARGUMENT")
+		s.fails("snapshot", map[string]any{"why": "x"}, "INVALID_ARGUMENT")
+	})
+	t.Run("disabled", func(t *testing.T) {
+		t.Parallel()
+		s := start(t, newDB(t), "--snapshots", "0")
+		if got := s.ok("snapshot", map[string]any{"reason": "compaction: auto"}); got != "ok: snapshot skipped (disabled or target unavailable)" {
+			t.Fatalf("got %q", got)
+		}
+		if files := snapshotFiles(t, s.db); len(files) != 0 {
+			t.Fatalf("snapshot folder %v", files)
+		}
+		row, detail := lastSnapshotAudit(t, s)
+		if !row.ok || detail["reason"] != "compaction: auto" || detail["snapshot"] != nil || !strings.Contains(fmt.Sprint(detail["skipped"]), "--snapshots 0") {
+			t.Fatalf("audit row %+v", row)
+		}
+	})
+	t.Run("target unavailable", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		blocker := filepath.Join(dir, "not-a-folder")
+		if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := start(t, filepath.Join(dir, "memory.db"), "--snapshot-dir", filepath.Join(blocker, "snaps"))
+		// The unreachable folder costs the snapshots, not the other tools.
+		s.ok("write_query", q("CREATE TABLE t(x)"))
+		s.ok("append_event", map[string]any{"content": "still writing"})
+		if got := s.ok("snapshot", map[string]any{"reason": "session-end: other"}); got != "ok: snapshot skipped (disabled or target unavailable)" {
+			t.Fatalf("got %q", got)
+		}
+		row, detail := lastSnapshotAudit(t, s)
+		if !row.ok || detail["snapshot"] != nil || !strings.Contains(fmt.Sprint(detail["skipped"]), "cannot create the snapshot folder") {
+			t.Fatalf("audit row %+v", row)
+		}
+		// destructive_query refuses rather than run without its snapshot.
+		s.fails("destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "x"}, "DATABASE_UNAVAILABLE")
+		s.ok("read_query", q("SELECT count(*) FROM t"))
+	})
 }
