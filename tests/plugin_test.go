@@ -178,7 +178,7 @@ func TestPluginFlow(t *testing.T) {
 			t.Fatalf("snapshot %s: %v", p, err)
 		}
 	}
-	row, detail := lastSnapshotAudit(t, s)
+	row, detail := lastSnapshotAudit(t, s, "session-end: other")
 	if !row.ok || row.query != "session-end: other" || detail["reason"] != "session-end: other" || detail["snapshot"] != endSnap {
 		t.Fatalf("snapshot audit row %+v", row)
 	}

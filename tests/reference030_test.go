@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -113,16 +114,21 @@ func TestExcludeKindsSchemaAdmitsBothForms(t *testing.T) {
 	}
 }
 
-// lastSnapshotAudit waits for the session's audit rows and returns the
-// newest snapshot row with its detail decoded.
-func lastSnapshotAudit(t *testing.T, s *session) (auditRow, map[string]any) {
+// lastSnapshotAudit waits for the newest audit row of a snapshot call
+// with the given reason (its query) and returns it with its detail.
+func lastSnapshotAudit(t *testing.T, s *session, reason string) (auditRow, map[string]any) {
 	t.Helper()
-	s.audited(s.db)
 	var row auditRow
-	for _, r := range auditLog(t, s.db) {
-		if r.tool == "snapshot" {
-			row = r
+	if !waitFor(10*time.Second, func() bool {
+		found := false
+		for _, r := range auditLog(t, s.db) {
+			if r.tool == "snapshot" && r.query == reason {
+				row, found = r, true
+			}
 		}
+		return found
+	}) {
+		t.Fatalf("no snapshot audit row with reason %q: %+v", reason, auditLog(t, s.db))
 	}
 	var detail map[string]any
 	if err := json.Unmarshal([]byte(row.detail), &detail); err != nil {
@@ -158,14 +164,14 @@ func TestSnapshotTool(t *testing.T) {
 		if err := openDirect(t, paths[2]).QueryRow("SELECT count(*) FROM t").Scan(&n); err != nil || n != 3 {
 			t.Fatalf("the newest snapshot holds %d rows (%v), want 3", n, err)
 		}
-		row, detail := lastSnapshotAudit(t, s)
+		row, detail := lastSnapshotAudit(t, s, "session-end: other 2")
 		if !row.ok || row.query != "session-end: other 2" || detail["reason"] != "session-end: other 2" || detail["snapshot"] != paths[2] {
 			t.Fatalf("audit row %+v", row)
 		}
 		if got := s.ok("snapshot", nil); !strings.HasPrefix(got, "ok: snapshot written: ") {
 			t.Fatalf("default reason: %q", got)
 		}
-		if row, _ := lastSnapshotAudit(t, s); row.query != "manual" {
+		if row, _ := lastSnapshotAudit(t, s, "manual"); row.query != "manual" {
 			t.Fatalf("default reason audited as %q", row.query)
 		}
 		s.fails("snapshot", map[string]any{"reason": 3}, "INVALID_ARGUMENT")
@@ -180,7 +186,7 @@ func TestSnapshotTool(t *testing.T) {
 		if files := snapshotFiles(t, s.db); len(files) != 0 {
 			t.Fatalf("snapshot folder %v", files)
 		}
-		row, detail := lastSnapshotAudit(t, s)
+		row, detail := lastSnapshotAudit(t, s, "compaction: auto")
 		if !row.ok || detail["reason"] != "compaction: auto" || detail["snapshot"] != nil || !strings.Contains(fmt.Sprint(detail["skipped"]), "--snapshots 0") {
 			t.Fatalf("audit row %+v", row)
 		}
@@ -199,7 +205,7 @@ func TestSnapshotTool(t *testing.T) {
 		if got := s.ok("snapshot", map[string]any{"reason": "session-end: other"}); got != "ok: snapshot skipped (disabled or target unavailable)" {
 			t.Fatalf("got %q", got)
 		}
-		row, detail := lastSnapshotAudit(t, s)
+		row, detail := lastSnapshotAudit(t, s, "session-end: other")
 		if !row.ok || detail["snapshot"] != nil || !strings.Contains(fmt.Sprint(detail["skipped"]), "cannot create the snapshot folder") {
 			t.Fatalf("audit row %+v", row)
 		}

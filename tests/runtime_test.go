@@ -617,7 +617,7 @@ func TestStoppedSnapshotLeavesNothing(t *testing.T) {
 		if files := snapshotFiles(t, db); len(files) != 0 {
 			t.Fatalf("snapshot folder: %v", files)
 		}
-		if _, detail := lastSnapshotAudit(t, s); !strings.Contains(fmt.Sprint(detail["skipped"]), "TIMEOUT: the snapshot was not complete") {
+		if _, detail := lastSnapshotAudit(t, s, "budget"); !strings.Contains(fmt.Sprint(detail["skipped"]), "TIMEOUT: the snapshot was not complete") {
 			t.Fatalf("audit detail %v", detail)
 		}
 		s.c.Close()
