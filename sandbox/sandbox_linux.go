@@ -163,9 +163,10 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 // attach through O_PATH descriptors (see allow).
 func prepare(a Allowance, rep *Report) (wal bool, err error) {
 	if a.SnapshotDir != "" && !a.ReadOnly {
-		if err := dirsync.MkdirAll(a.SnapshotDir, 0o700); err != nil {
-			return false, fmt.Errorf("sandbox: create the snapshot folder: %w", err)
-		}
+		// A folder that cannot be made (a removable drive not plugged in)
+		// costs the snapshots, not the worker: allowAllowance leaves it
+		// out, and a snapshot then fails where it is asked for.
+		_ = dirsync.MkdirAll(a.SnapshotDir, 0o700)
 	}
 	fi, err := os.Stat(a.DB)
 	if err != nil {
@@ -260,7 +261,9 @@ func allowAllowance(ruleset, abi int, a Allowance, wal bool, rep *Report) error 
 		}
 	}
 	if a.SnapshotDir != "" && !a.ReadOnly {
-		if err := allow(ruleset, abi, a.SnapshotDir, rw|create|unix.LANDLOCK_ACCESS_FS_READ_DIR, false, rep); err != nil {
+		if fi, err := os.Stat(a.SnapshotDir); err != nil || !fi.IsDir() {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the snapshot folder %s cannot be reached, so snapshots fail or are skipped; every other call works", a.SnapshotDir))
+		} else if err := allow(ruleset, abi, a.SnapshotDir, rw|create|unix.LANDLOCK_ACCESS_FS_READ_DIR, false, rep); err != nil {
 			return err
 		}
 	}
