@@ -1,44 +1,17 @@
-package rawsqlite
+package server
 
 import (
-	"bufio"
 	"database/sql"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// posixLocked reports whether this process holds a POSIX lock on path's
-// inode, as /proc/locks shows it.
-func posixLocked(t *testing.T, path string) bool {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ino := ":" + strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		t.Skipf("no /proc/locks: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) >= 6 && fl[1] == "POSIX" && fl[4] == strconv.Itoa(os.Getpid()) && strings.HasSuffix(fl[5], ino) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestOneCopyOfSQLite: the front uses modernc's database/sql driver (the
-// memory store) and this package (snapshots, the worker) in one process.
+// TestOneCopyOfSQLite: the front links modernc's database/sql driver (the
+// memory store) and rawsqlite (the chain verifier) into one process.
 // SQLite keeps its connections to one file in one table per process and
 // closes a descriptor only when no connection of the process holds a lock
 // on the file; a second copy of SQLite in the process would keep its own
@@ -58,12 +31,12 @@ func TestOneCopyOfSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, path + "-shm"} {
-		if !posixLocked(t, p) {
+		if !heldPOSIX(t, p) {
 			t.Fatalf("the driver's connection holds no lock on %s", filepath.Base(p))
 		}
 	}
 	for range 3 {
-		c, err := Open(path, ReadWrite)
+		c, err := rawsqlite.Open(path, rawsqlite.ReadWrite)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +47,7 @@ func TestOneCopyOfSQLite(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range []string{path, path + "-shm"} {
-			if !posixLocked(t, p) {
+			if !heldPOSIX(t, p) {
 				t.Fatalf("closing a rawsqlite connection dropped the driver's lock on %s: two copies of SQLite in one process", filepath.Base(p))
 			}
 		}
