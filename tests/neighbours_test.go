@@ -111,11 +111,20 @@ func sameCompanions(t *testing.T, db string, before [2]os.FileInfo, when string)
 // runs, as hooks, scripts and tools do.
 type neighbour struct {
 	name string
+	// need skips the test, before any server starts, where the program
+	// is not installed; nil: always there.
+	need func(t *testing.T)
 	run  func(t *testing.T, db string, a *acks)
 }
 
+func needSQLite3(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("no sqlite3 binary on PATH (CI installs it: .ci/run)")
+	}
+}
+
 var neighbours = []neighbour{
-	{"read-write connection", func(t *testing.T, db string, _ *acks) {
+	{"read-write connection", nil, func(t *testing.T, db string, _ *acks) {
 		// The test binary re-run (TestMain): a process of its own, whose
 		// connection opens, reads and closes.
 		cmd := exec.Command(os.Args[0])
@@ -124,16 +133,12 @@ var neighbours = []neighbour{
 			t.Fatalf("neighbour connection: %v\n%s", err, out)
 		}
 	}},
-	{"sqlite3 CLI", func(t *testing.T, db string, _ *acks) {
-		bin, err := exec.LookPath("sqlite3")
-		if err != nil {
-			t.Skip("no sqlite3 binary on PATH (CI installs it: .ci/run)")
-		}
-		if out, err := exec.Command(bin, "-cmd", ".timeout 5000", db, `INSERT INTO notes(x) VALUES ('from the sqlite3 CLI')`).CombinedOutput(); err != nil {
+	{"sqlite3 CLI", needSQLite3, func(t *testing.T, db string, _ *acks) {
+		if out, err := exec.Command("sqlite3", "-cmd", ".timeout 5000", db, `INSERT INTO notes(x) VALUES ('from the sqlite3 CLI')`).CombinedOutput(); err != nil {
 			t.Fatalf("sqlite3: %v\n%s", err, out)
 		}
 	}},
-	{"second server", func(t *testing.T, db string, a *acks) {
+	{"second server", nil, func(t *testing.T, db string, a *acks) {
 		content := "appended by a hook's second server"
 		out, err := exec.Command(serverBin, "call", "--db", db, "append_event", fmt.Sprintf(`{"content":%q}`, content)).Output()
 		if err != nil {
@@ -141,7 +146,7 @@ var neighbours = []neighbour{
 		}
 		a.add(string(out), content)
 	}},
-	{"Litestream", func(t *testing.T, db string, _ *acks) {
+	{"Litestream", func(t *testing.T) { litestreamBin(t) }, func(t *testing.T, db string, _ *acks) {
 		bin := litestreamBin(t)
 		dir := t.TempDir()
 		config := writeLitestreamConfig(t, dir, db, filepath.Join(dir, "replica"), true)
@@ -168,6 +173,9 @@ func TestNeighbours(t *testing.T) {
 		for _, pool := range poolConfigs {
 			t.Run(nb.name+"/"+pool.name, func(t *testing.T) {
 				t.Parallel()
+				if nb.need != nil {
+					nb.need(t)
+				}
 				db := newDB(t)
 				s := start(t, db, pool.flags...)
 				a := &acks{t: t, hash: map[int64]string{}, text: map[int64]string{}}
