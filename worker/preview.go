@@ -2,6 +2,7 @@ package worker
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -99,16 +100,6 @@ func (ex *executor) previewQuery() (*ipc.Response, error) {
 	d := &dryRun{triggerWrites: map[string][]string{}, rows: map[rowKey]int64{}}
 	ex.dry = d
 	defer func() { ex.dry = nil }()
-	// Set before the statement compiles: SQLite then leaves out the
-	// truncate optimization, which would delete rows unseen.
-	if err := ex.conn.SetPreUpdateHook(func(r rawsqlite.RowChange) {
-		if ex.agentPhase {
-			d.changed(r)
-		}
-	}); err != nil {
-		return nil, err
-	}
-	defer func() { _ = ex.conn.SetPreUpdateHook(nil) }()
 	st, sum, reads, err := ex.prepareAgent()
 	if err != nil {
 		return nil, err
@@ -117,13 +108,55 @@ func (ex *executor) previewQuery() (*ipc.Response, error) {
 	if reads {
 		return ex.read(st, sum)
 	}
-	return ex.dryRunWrite(st, sum, d)
+	// SQLite empties a table a DELETE without WHERE names at once (its
+	// truncate optimization, the Clear instruction) instead of deleting row
+	// by row, so the preupdate hook never sees those rows: dryRunWrite
+	// counts them from sqlite3_changes. A hook set before compiling would turn the
+	// optimization off and make the dry run many times slower than the
+	// statement.
+	truncated, err := ex.truncatedTables(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := ex.conn.SetPreUpdateHook(func(r rawsqlite.RowChange) {
+		if ex.agentPhase {
+			d.changed(r)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	defer func() { _ = ex.conn.SetPreUpdateHook(nil) }()
+	return ex.dryRunWrite(st, sum, d, truncated)
+}
+
+// truncatedTables lists the tables st empties with SQLite's truncate
+// optimization (a Clear instruction on a table's root page); the count
+// of their rows comes from sqlite3_changes, which SQLite keeps for them.
+func (ex *executor) truncatedTables(st *rawsqlite.Stmt) ([]string, error) {
+	ops, err := ex.program(st)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, op := range ops {
+		if op.Opcode != "Clear" || op.P2 != 0 {
+			continue
+		}
+		err := ex.each("SELECT name FROM sqlite_schema WHERE type = 'table' AND rootpage = ?", func(s *rawsqlite.Stmt) error {
+			names = append(names, s.ColumnText(0))
+			return nil
+		}, fmt.Sprint(op.P1))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
 }
 
 // dryRunWrite runs st in a transaction that is always rolled back (but for
 // a harmless write the request lets commit) and measures what it changed.
 // The write lock is held only while it runs.
-func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRun) (*ipc.Response, error) {
+func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRun, truncated []string) (*ipc.Response, error) {
 	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
 		return nil, err
 	}
@@ -156,6 +189,20 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 	returning, changes, err := ex.apply(st, sum)
 	if err != nil {
 		return nil, err
+	}
+	if len(truncated) == 1 {
+		// SQLite truncates only a DELETE without WHERE, RETURNING,
+		// triggers or foreign keys: the statement's own count is the
+		// table's rows, which the hook did not see.
+		var seen int64
+		for k, n := range d.rows {
+			if !k.indirect {
+				seen += n
+			}
+		}
+		if changes > seen {
+			d.rows[rowKey{table: truncated[0], op: rawsqlite.ChangeDelete}] += changes - seen
+		}
 	}
 	if !sum.Schema {
 		// As the real run's answer counts them: DDL reports no rows.
