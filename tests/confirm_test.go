@@ -509,3 +509,31 @@ func TestConfirmProgressDuringDryRun(t *testing.T) {
 		t.Fatal("no progress notification during the dry run")
 	}
 }
+
+// TestConfirmShutdownWhileModernAsks: a question handed to a 2026-07-28
+// client and never answered is audited CANCELLED when the server stops.
+func TestConfirmShutdownWhileModernAsks(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": map[string]any{"_meta": modernMeta}})
+	p := startProcInit(t, db, string(b))
+	modernCall(p, 2, "write_query", q("CREATE TABLE t (x)"), "", nil)
+	if asked := modernCall(p, 3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"}, "", nil); asked["resultType"] != "input_required" {
+		t.Fatalf("first round: %v", asked)
+	}
+	p.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not exit while a question waited")
+	}
+	row := waitAudit(t, db, "CANCELLED: server shutting down")
+	if row.tool != "destructive_query" || !strings.Contains(row.detail, "DROP TABLE") {
+		t.Fatalf("audit row %+v", row)
+	}
+}
