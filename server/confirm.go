@@ -86,7 +86,7 @@ type pendingConfirm struct {
 	expire func(err error)
 }
 
-// askMode is whether a call of tool must be confirmed under --confirm.
+// mustConfirm reports whether a call of tool is confirmed under --confirm.
 func (s *Server) mustConfirm(tool string) bool {
 	switch s.cfg.Confirm {
 	case ConfirmOff, "":
@@ -123,9 +123,10 @@ func formElicitation(c *mcp.ElicitationCapability) bool {
 
 // confirmed runs req after the person allowed it, or answers DECLINED. A
 // client that cannot ask runs it as before (with --confirm required,
-// destructive_query is refused instead). what describes the call for the
-// form when there is no dry run (create_view); with what empty the
-// statement is dry-run first.
+// destructive_query is refused instead). preview dry-runs the statement
+// first and shows what it would change; without it (create_view) the form
+// says what the call does. argsDigest binds a 2026-07-28 answer to these
+// arguments.
 func (s *Server) confirmed(c *call, tool string, req *ipc.Request, reason, argsDigest string, preview bool) (outcome, error) {
 	if !s.mustConfirm(tool) {
 		return s.answer(c, req)
