@@ -52,7 +52,10 @@ func answering(action mcp.ElicitationResponseAction, content any) *asker {
 func startAsking(t *testing.T, db, version string, a *asker, flags ...string) *session {
 	t.Helper()
 	tr := transport.NewStdio(serverBin, os.Environ(), append([]string{"--db", db}, flags...)...)
-	c := client.NewClient(tr, client.WithElicitationHandler(a), client.WithProtocolVersion(version))
+	// A loaded machine (or a race-built server) may answer the
+	// server/discover probe after mcp-go's 5 s, which would fall back to
+	// the handshake.
+	c := client.NewClient(tr, client.WithElicitationHandler(a), client.WithProtocolVersion(version), client.WithDiscoverTimeout(30*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The transport's process lives as long as Start's context.
@@ -98,25 +101,34 @@ func setupTrigger(t *testing.T, s *session) {
 
 var deleteTestOrders = map[string]any{"query": "DELETE FROM orders WHERE note = 'test'", "reason": "remove test orders"}
 
-// confirmDetail is the confirm member of the newest audit row of tool.
+// confirmDetail is the confirm member of the newest audit row of tool
+// that records an answer. A 2026-07-28 call writes two rows (the question,
+// then the retry's answer), so it waits for the second.
 func confirmDetail(t *testing.T, s *session, tool string) map[string]any {
 	t.Helper()
 	s.audited(s.db)
-	rows := auditLog(t, s.db)
-	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].tool != tool {
-			continue
+	var found map[string]any
+	newest := func() bool {
+		rows := auditLog(t, s.db)
+		for i := len(rows) - 1; i >= 0; i-- {
+			if rows[i].tool != tool {
+				continue
+			}
+			var d struct {
+				Confirm map[string]any `json:"confirm"`
+			}
+			if err := json.Unmarshal([]byte(rows[i].detail), &d); err != nil {
+				t.Fatal(err)
+			}
+			found = d.Confirm
+			return found["answer"] != "asked (input_required)"
 		}
-		var d struct {
-			Confirm map[string]any `json:"confirm"`
-		}
-		if err := json.Unmarshal([]byte(rows[i].detail), &d); err != nil {
-			t.Fatal(err)
-		}
-		return d.Confirm
+		return false
 	}
-	t.Fatalf("no audit row of %s", tool)
-	return nil
+	if !waitFor(10*time.Second, newest) {
+		t.Fatalf("no audit row of %s with an answer; newest: %v", tool, found)
+	}
+	return found
 }
 
 func TestConfirmAnswers(t *testing.T) {
