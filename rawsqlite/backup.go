@@ -103,7 +103,7 @@ func (c *Conn) BackupTo(dst *Conn, pages int, progress func(done, total int) boo
 	if !c.usable() || !dst.usable() {
 		return errClosed
 	}
-	return c.backup(dst, pages, pages, progress)
+	return c.backup(dst, 1, pages, progress)
 }
 
 func (c *Conn) backupTo(dst *Conn, pages int, progress func(done, total int) bool) error {
