@@ -5,14 +5,13 @@ package restore
 import (
 	"errors"
 	"os"
-	"strconv"
-	"strings"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
 // otherHolders reads which other processes hold SQLite's locks on the WAL
-// index of db, without taking any (F_GETLK only asks).
+// index of db, without taking any.
 //
 // It opens and closes the -shm file, which drops every POSIX lock this
 // process holds on it: call it only before this process's first SQLite
@@ -26,41 +25,41 @@ func otherHolders(db string) ([]holder, error) {
 		return nil, err
 	}
 	defer f.Close()
+	owners, err := lockOwners(f)
+	if err != nil {
+		return nil, err
+	}
 	var out []holder
-	seen := map[int]bool{}
-	ask := func(off int64) (int, error) {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
-		if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-			return 0, err
-		}
-		if lk.Type == unix.F_UNLCK {
-			return 0, nil
-		}
-		return int(lk.Pid), nil
-	}
+	var seen []int
 	for i := range shmSlots {
-		pid, err := ask(shmLockBase + int64(i))
-		if err != nil {
-			return nil, err
-		}
-		if pid > 0 && !seen[pid] {
-			seen[pid] = true
-			out = append(out, holder{pid: pid, what: slotWhat(i), busy: true})
+		for _, pid := range owners[shmLockBase+int64(i)] {
+			if !slices.Contains(seen, pid) {
+				seen = append(seen, pid)
+				out = append(out, holder{pid: pid, what: slotWhat(i), busy: true})
+			}
 		}
 	}
-	// F_GETLK names one holder of a byte; the open-only case is a note, so
-	// one name is enough.
-	if pid, err := ask(shmDMS); err == nil && pid > 0 && !seen[pid] {
-		out = append(out, holder{pid: pid, what: "the database open"})
+	for _, pid := range owners[shmDMS] {
+		if !slices.Contains(seen, pid) {
+			seen = append(seen, pid)
+			out = append(out, holder{pid: pid, what: "the database open"})
+		}
 	}
 	return out, nil
 }
 
-// programName is the command name of pid where /proc tells it (Linux).
-func programName(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	if err != nil {
-		return ""
+// getlkOwners asks the kernel (F_GETLK, which takes nothing) who holds
+// each lock byte of the WAL index; it names one process per byte.
+func getlkOwners(f *os.File) (map[int64][]int, error) {
+	owners := map[int64][]int{}
+	for off := int64(shmLockBase); off <= shmDMS; off++ {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
+		if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
+			return nil, err
+		}
+		if lk.Type != unix.F_UNLCK && lk.Pid > 0 {
+			owners[off] = []int{int(lk.Pid)}
+		}
 	}
-	return strings.TrimSpace(string(b))
+	return owners, nil
 }
