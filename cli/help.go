@@ -73,7 +73,7 @@ Exit 0: intact; 1: broken; 2: not a usable memory database.`,
 	},
 	"restore": func() help {
 		return help{
-			usage: "restore --db PATH [--reason TEXT] [--everything] [--dry-run] SNAPSHOT",
+			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run]",
 			about: `Puts a snapshot (destructive_query's, the snapshot tool's, or a safety
 snapshot of an earlier restore) back into the database. The agent's tables,
 indexes, views and triggers come back from the snapshot; the memory log,
