@@ -314,3 +314,22 @@ func TestRestoreRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestBusyOr(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"busy", &rawsqlite.Error{Code: rawsqlite.ResultBusy, Msg: "database is locked"}, "another program is writing to /m.db (SQLite still reported the database busy after 1s): let it finish, or stop it, and run restore again. Nothing was changed"},
+		{"locked", &rawsqlite.Error{Code: rawsqlite.ResultLocked, Msg: "database table is locked"}, "another program is writing to /m.db"},
+		{"other", &rawsqlite.Error{Code: rawsqlite.ResultCorrupt, Msg: "database disk image is malformed"}, "database disk image is malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := busyOr("/m.db", DefaultBusyTimeout, tt.err).Error(); !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("%q, want %q", got, tt.want)
+			}
+		})
+	}
+}
