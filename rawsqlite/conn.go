@@ -2,7 +2,6 @@ package rawsqlite
 
 import (
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -134,22 +133,35 @@ func OpenImmutable(path string) (*Conn, error) {
 	return openV2(FileURI(path, param), int32(ReadOnly)|sqlite3.SQLITE_OPEN_URI)
 }
 
-// FileURI is path as a SQLite file: URI with the query q (such as
-// "mode=ro"; "" for none). Every character of the path that a URI treats
-// specially is escaped, so the path names exactly that file.
+// FileURI is path (made absolute) as a SQLite file: URI with the query q
+// (such as "mode=ro"; "" for none). Every byte of the path outside
+// [A-Za-z0-9/._~:-] is percent-escaped, which SQLite decodes, so "?", "#"
+// and "%" in a path name exactly that file. (Written here rather than with
+// net/url, which the lean worker binary does not link.)
 func FileURI(path, q string) string {
-	p := filepath.ToSlash(path)
 	if abs, err := filepath.Abs(path); err == nil {
-		p = filepath.ToSlash(abs)
+		path = abs
 	}
+	p := filepath.ToSlash(path)
 	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
 		p = "/" + p // file:///C:/dir/x.db
 	}
-	u := url.URL{Scheme: "file", Path: p}
-	if q == "" {
-		return u.String()
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len("file://")+len(p)+len(q)+1)
+	b = append(b, "file://"...)
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("/._~:-", c) >= 0:
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
 	}
-	return u.String() + "?" + q
+	if q != "" {
+		b = append(b, '?')
+		b = append(b, q...)
+	}
+	return string(b)
 }
 
 // release frees the C resources owned by the Go side of the Conn.

@@ -205,7 +205,10 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds())); err != nil {
+	// Foreign keys off (SQLite's default, said here because it matters):
+	// tables are dropped and filled in creation order, not in the order
+	// their references would need.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d; PRAGMA foreign_keys = OFF", o.BusyTimeout.Milliseconds())); err != nil {
 		return nil, err
 	}
 	defer func() {
