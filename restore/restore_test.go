@@ -22,6 +22,7 @@ const agentSchema = `
 CREATE TABLE notes (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT, len INTEGER GENERATED ALWAYS AS (length(body)));
 CREATE TABLE tags (tag TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID;
 CREATE TABLE plain (a);
+CREATE TABLE child (id INTEGER PRIMARY KEY, note INTEGER REFERENCES notes(id) ON DELETE CASCADE);
 CREATE INDEX notes_body ON notes(body);
 CREATE VIEW long_notes AS SELECT id, body FROM notes WHERE len > 3;
 CREATE TABLE log (what);
@@ -31,6 +32,7 @@ CREATE VIRTUAL TABLE boxes USING rtree(id, x0, x1);
 INSERT INTO notes(body) VALUES ('alpha'), ('beta'), ('gamma delta'), ('zz');
 DELETE FROM notes WHERE body = 'zz';
 INSERT INTO tags VALUES ('a', 1), ('b', 2);
+INSERT INTO child(note) VALUES (2), (3);
 INSERT INTO plain(rowid, a) VALUES (10, 'ten'), (20, 'twenty');
 INSERT INTO notes_fts(notes_fts) VALUES ('rebuild');
 INSERT INTO boxes VALUES (1, 0, 1), (2, 5, 9);
@@ -128,6 +130,7 @@ func query(t *testing.T, db, q string) string {
 var agentState = []string{
 	"SELECT id, body, len FROM notes ORDER BY id",
 	"SELECT * FROM tags",
+	"SELECT * FROM child",
 	"SELECT rowid, a FROM plain ORDER BY rowid",
 	"SELECT * FROM long_notes",
 	"SELECT rowid FROM notes_fts WHERE notes_fts MATCH 'delta'",
