@@ -304,27 +304,52 @@ func wholeFile(ctx context.Context, o Options, src *rawsqlite.Conn, fresh bool) 
 	if err := dst.Exec("BEGIN IMMEDIATE; ROLLBACK"); err != nil {
 		return nil, busyOr(o.DB, o.BusyTimeout, err)
 	}
+	// prepare writes the plan and the safety snapshot of what the copy
+	// replaces.
+	prepare := func() error {
+		var err error
+		if res.Plan, err = planWhole(ctx, o, fresh); err != nil {
+			return err
+		}
+		if !fresh {
+			if res.Safety, err = safetySnapshot(o); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "safety snapshot of the current state: %s\n", res.Safety)
+		}
+		res.Plan.write(o.Out)
+		return nil
+	}
+	// In WAL mode the copy's write lock leaves readers alone, so the plan
+	// and the safety snapshot are taken while the copy holds it: no commit
+	// can fall between them and the copy. In rollback-journal mode (a new
+	// file, a file another program switched) that lock keeps readers out
+	// too, so they are taken just before.
+	var mode string
+	if st, _, err := dst.Prepare("PRAGMA journal_mode"); err == nil {
+		if row, _ := st.Step(); row {
+			mode = st.ColumnText(0)
+		}
+		st.Finalize()
+	}
+	wal := strings.EqualFold(mode, "wal")
+	if !wal {
+		if err := prepare(); err != nil {
+			return nil, err
+		}
+	}
 	var prepErr error
 	first := true
 	err = src.BackupTo(dst, 1024, func(done, total int) bool {
-		if !first {
+		if !first || !wal {
 			return true
 		}
 		first = false
 		testHookLocked()
 		// dst holds the write lock and nothing is committed: what another
 		// connection reads now is exactly what the copy replaces.
-		if res.Plan, prepErr = planWhole(ctx, o, fresh); prepErr != nil {
-			return false
-		}
-		if !fresh {
-			if res.Safety, prepErr = safetySnapshot(o); prepErr != nil {
-				return false
-			}
-			fmt.Fprintf(o.Out, "safety snapshot of the current state: %s\n", res.Safety)
-		}
-		res.Plan.write(o.Out)
-		return true
+		prepErr = prepare()
+		return prepErr == nil
 	})
 	if prepErr != nil {
 		return nil, prepErr

@@ -336,3 +336,25 @@ func TestBusyOr(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreIntoMissingFile: a database that is not there gets the whole
+// snapshot, and the restore is recorded in it.
+func TestRestoreIntoMissingFile(t *testing.T) {
+	_, snap, store := setup(t)
+	store.Close()
+	db := filepath.Join(t.TempDir(), "new", "memory.db")
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{DB: db, Snapshot: snap, Out: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "does not exist: the whole snapshot is restored into a new file") || res.Safety != "" {
+		t.Errorf("output (safety %q):\n%s", res.Safety, out.String())
+	}
+	if got, want := state(t, db), state(t, snap); got != want {
+		t.Errorf("new file:\n%s\nwant the snapshot's:\n%s", got, want)
+	}
+	if got := query(t, db, "SELECT id, kind FROM memory_events ORDER BY id"); got != "1|note\n2|restore\n" {
+		t.Errorf("events: %s", got)
+	}
+}
