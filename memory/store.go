@@ -76,6 +76,11 @@ type Store struct {
 	headStmt    *sql.Stmt
 	insertEvent *sql.Stmt
 	audit       *auditWriter
+	// fts is true when the full-text index exists (Open made it);
+	// indexedEvents and indexedCheckpoints are the last rowids this store
+	// indexed (under writeMu), see indexUpTo.
+	fts                               bool
+	indexedEvents, indexedCheckpoints int64
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -114,7 +119,18 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	s, err := newStore(ctx, db, abs, log)
+	if err != nil {
+		return nil, err
+	}
+	s.createIndex(ctx)
+	// Rows other programs appended: the index lags, it is never wrong, so
+	// a failure here (say, a writer holding the lock) waits for the next
+	// append or recall.
+	if _, err := s.CatchUp(ctx); err != nil {
+		log.Warn("could not bring the full-text index up to date; the next append or recall tries again", "error", err)
+	}
+	return s, nil
 }
 
 // OpenExisting opens an existing memory database without creating or
@@ -311,8 +327,16 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (Even
 		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
+	if s.fts {
+		if err := indexUpTo(ctx, tx, eventsIndex, s.indexedEvents, e.ID); err != nil {
+			return Event{}, fmt.Errorf("memory: append: index: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedEvents = e.ID
 	}
 	return e, nil
 }
@@ -351,8 +375,16 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (Checkp
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
+	if s.fts {
+		if err := indexUpTo(ctx, tx, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
+			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedCheckpoints = c.ID
 	}
 	return c, nil
 }
