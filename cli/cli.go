@@ -166,7 +166,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log := newLogger(env, cfg.Verbose)
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
-		// For profiling the front (see README, Performance).
+		// For profiling the front (see docs/performance.md).
 		f, err := os.Create(path)
 		if err != nil {
 			return err

@@ -140,7 +140,7 @@ func options() []option {
 		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: mcp-sqlite-memory-worker beside this binary, else this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
 		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
 		intOption("audit-query-bytes", "MCP_SQLITE_AUDIT_QUERY_BYTES", "65536", "bytes of a call's SQL an audit row keeps (longer SQL: this prefix, its length and sha256)", 256, 1<<30, func(c *Config, n int) { c.AuditQueryBytes = n }),
-		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (README: Replication)", func(c *Config, v string) { c.Replicate = v }),
+		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (docs/replication.md)", func(c *Config, v string) { c.Replicate = v }),
 		stringOption("litestream", []string{"MCP_SQLITE_LITESTREAM"}, "litestream", "Litestream binary for --replicate", func(c *Config, v string) { c.Litestream = v }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
 		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
