@@ -75,7 +75,14 @@ const catchUpBatch = 5000
 // store without an index (logged): recall then answers from SQL alone, and
 // the chain works as before.
 func (s *Store) createIndex(ctx context.Context) {
-	if err := bootstrap(ctx, s.db, indexDDL); err != nil {
+	err := bootstrap(ctx, s.db, indexDDL)
+	if err == nil {
+		s.indexEvents, err = s.db.PrepareContext(ctx, indexSQL(eventsIndex))
+	}
+	if err == nil {
+		s.indexCheckpoints, err = s.db.PrepareContext(ctx, indexSQL(checkpointsIndex))
+	}
+	if err != nil {
 		s.log.Warn("could not create the full-text index of the memory; ranked recall is off for this run", "error", err)
 		return
 	}
@@ -89,12 +96,16 @@ func lastIndexed(ctx context.Context, q queryRower, spec indexSpec) (int64, erro
 	return n, err
 }
 
+// indexSQL is the statement that indexes the rows of spec's source with
+// ids in (?1, ?2], in id order.
+func indexSQL(spec indexSpec) string {
+	return `INSERT INTO ` + spec.fts + `(rowid, ` + spec.columns + `) SELECT id, ` + spec.columns + ` FROM ` + spec.source + ` WHERE id > ? AND id <= ? ORDER BY id`
+}
+
 // indexThrough indexes the rows of spec's source with ids in (from, to]
 // inside tx, in id order.
 func indexThrough(ctx context.Context, tx *sql.Tx, spec indexSpec, from, to int64) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO `+spec.fts+`(rowid, `+spec.columns+`) SELECT id, `+spec.columns+` FROM `+spec.source+` WHERE id > ? AND id <= ? ORDER BY id`,
-		from, to)
+	_, err := tx.ExecContext(ctx, indexSQL(spec), from, to)
 	return err
 }
 
@@ -104,7 +115,7 @@ func indexThrough(ctx context.Context, tx *sql.Tx, spec indexSpec, from, to int6
 // program appended since this store last wrote. cache is the last rowid
 // this store indexed; when it is through-1, nobody else added a row in
 // between and the index need not be asked.
-func indexUpTo(ctx context.Context, tx *sql.Tx, spec indexSpec, cache, through int64) error {
+func indexUpTo(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, spec indexSpec, cache, through int64) error {
 	have := cache
 	if have != through-1 {
 		var err error
@@ -115,7 +126,8 @@ func indexUpTo(ctx context.Context, tx *sql.Tx, spec indexSpec, cache, through i
 	if have >= through {
 		return nil
 	}
-	return indexThrough(ctx, tx, spec, have, through)
+	_, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, have, through)
+	return err
 }
 
 // CatchUp indexes the events and checkpoints that other programs appended,

@@ -81,6 +81,7 @@ type Store struct {
 	// indexed (under writeMu), see indexUpTo.
 	fts                               bool
 	indexedEvents, indexedCheckpoints int64
+	indexEvents, indexCheckpoints     *sql.Stmt // indexSQL, prepared
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -264,7 +265,7 @@ func (s *Store) Close() error {
 	if s.audit != nil {
 		s.audit.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints} {
 		if st != nil {
 			st.Close()
 		}
@@ -328,7 +329,7 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (Even
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
 	if s.fts {
-		if err := indexUpTo(ctx, tx, eventsIndex, s.indexedEvents, e.ID); err != nil {
+		if err := indexUpTo(ctx, tx, s.indexEvents, eventsIndex, s.indexedEvents, e.ID); err != nil {
 			return Event{}, fmt.Errorf("memory: append: index: %w", err)
 		}
 	}
@@ -376,7 +377,7 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (Checkp
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
 	if s.fts {
-		if err := indexUpTo(ctx, tx, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
+		if err := indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
 			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
 		}
 	}
