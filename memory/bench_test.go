@@ -352,8 +352,9 @@ func p50(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// BenchmarkRecall1M measures a ranked recall over 1,000,000 events (the
-// 50 best by bm25, joined with memory_events for ts and kind) against a
+// BenchmarkRecall1M measures a ranked recall over 1,000,000 events
+// (get_resume_context's: the 50 best by bm25, joined with memory_events
+// for ts, kind and content) against a
 // plain SELECT by id of the same 50 rows, p50 of each, alternating. Two
 // queries: a rare word (one event matches) and a common one (orders_7:
 // ~10,300 events match, all scored and sorted).
@@ -364,8 +365,7 @@ func BenchmarkRecall1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	const recallSQL = `SELECT e.id, e.ts, e.kind, e.content, bm25(memory_events_fts) FROM memory_events_fts
-JOIN memory_events e ON e.id = memory_events_fts.rowid WHERE memory_events_fts MATCH ? ORDER BY bm25(memory_events_fts), e.id DESC LIMIT 50`
+	recallSQL := recallStatement(0) // get_resume_context's recall, no kinds left out
 	const byIDSQL = `SELECT id, ts, kind, content FROM memory_events WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id DESC`
 	read := func(query string, args ...any) ([]int64, time.Duration) {
 		start := time.Now()
@@ -379,7 +379,7 @@ JOIN memory_events e ON e.id = memory_events_fts.rowid WHERE memory_events_fts M
 			var ts, kind, content string
 			dst := []any{&id, &ts, &kind, &content}
 			var score float64
-			if strings.HasPrefix(query, "SELECT e.") {
+			if query == recallSQL {
 				dst = append(dst, &score)
 			}
 			if err := rows.Scan(dst...); err != nil {
@@ -396,7 +396,7 @@ JOIN memory_events e ON e.id = memory_events_fts.rowid WHERE memory_events_fts M
 			var n int
 			for b.Loop() {
 				for range 21 { // samples per op, so that -benchtime 1x has a median
-					ids, d := read(recallSQL, c.match)
+					ids, d := read(recallSQL, c.match, "[]", 50)
 					recall = append(recall, d)
 					list := make([]string, len(ids))
 					for i, id := range ids {

@@ -285,20 +285,13 @@ func recall(ctx context.Context, tx *sql.Tx, r *Resume, match string, kinds []st
 		ids[i] = strconv.FormatInt(e.ID, 10)
 	}
 	args := []any{match, "[" + strings.Join(ids, ",") + "]"}
-	clause := ""
-	if len(kinds) > 0 {
-		clause = " AND memory_events.kind NOT IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")"
-		for _, k := range kinds {
-			args = append(args, k)
-		}
+	for _, k := range kinds {
+		args = append(args, k)
 	}
-	const from = ` FROM memory_events_fts JOIN memory_events ON memory_events.id = memory_events_fts.rowid
-WHERE memory_events_fts MATCH ? AND memory_events.id NOT IN (SELECT value FROM json_each(?))`
-	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+from+clause, args...).Scan(&r.Matched); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+recallFrom(len(kinds)), args...).Scan(&r.Matched); err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT memory_events.id, ts, memory_events.kind, memory_events.content, -bm25(memory_events_fts) AS score`+
-		from+clause+` ORDER BY bm25(memory_events_fts), memory_events.id DESC LIMIT ?`, append(args, limit)...)
+	rows, err := tx.QueryContext(ctx, recallStatement(len(kinds)), append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +305,28 @@ WHERE memory_events_fts MATCH ? AND memory_events.id NOT IN (SELECT value FROM j
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// recallFrom is the FROM and WHERE of a recall: the index rows matching ?1
+// whose ids are not in the JSON array ?2 and whose event's kind is none of
+// the next kinds parameters.
+func recallFrom(kinds int) string {
+	from := ` FROM memory_events_fts WHERE memory_events_fts MATCH ? AND rowid NOT IN (SELECT value FROM json_each(?))`
+	if kinds > 0 {
+		from += ` AND (SELECT kind FROM memory_events WHERE id = memory_events_fts.rowid) NOT IN (?` + strings.Repeat(", ?", kinds-1) + `)`
+	}
+	return from
+}
+
+// recallStatement is the statement of a recall (see recallFrom; the last
+// parameter is the limit): id, ts, kind, content and score (-bm25) of the
+// best-ranked events, ties newest first. The index alone is ranked and cut
+// to the limit before memory_events is joined, so a word that thousands of
+// events hold costs their bm25 scores, not thousands of row reads and a
+// sort of their texts.
+func recallStatement(kinds int) string {
+	return `SELECT e.id, e.ts, e.kind, e.content, -r.rank FROM (SELECT rowid AS id, rank` + recallFrom(kinds) +
+		` ORDER BY rank, rowid DESC LIMIT ?) AS r JOIN memory_events e ON e.id = r.id ORDER BY r.rank, e.id DESC`
 }
 
 // anchored reports whether the checkpoint's event still has the hash the
