@@ -349,9 +349,10 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 	if held > 0 {
 		return st, ErrTargetNotEmpty
 	}
-	// A page cache that holds the hash index: random inserts into it
-	// thrash the default 2 MB one on a long chain.
-	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -65536`); err != nil {
+	// A page cache that holds the hash index (about 100 MB for 1M events):
+	// random inserts into it thrash the default 2 MB one on a long chain.
+	// It is a ceiling, filled only as far as the import needs.
+	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)
 	}
 	insEvent := tx.StmtContext(ctx, s.insertEvent)
