@@ -63,7 +63,11 @@ func Run(ctx context.Context, args []string, env Env) int {
 		case "verify":
 			return report(env, verify(ctx, args[1:], env))
 		case "restore":
-			return report(env, restore(ctx, args[1:], env))
+			return report(env, restoreCmd(ctx, args[1:], env))
+		case "export":
+			return report(env, exportCmd(ctx, args[1:], env))
+		case "import":
+			return report(env, importCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
 		case "version":
