@@ -264,7 +264,7 @@ func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
 	if !plainName(stem) || !slices.Contains(snapshotTags, tag) {
 		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
 	}
 	s := &ipc.Snapshot{Dir: dir, Stem: stem}
