@@ -139,7 +139,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("memory: create audit folder: %w", err)
 	}
-	db, err := openDB(ctx, abs, true, log)
+	db, err := openDB(ctx, abs, true, synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}
