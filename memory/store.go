@@ -120,7 +120,7 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	return newStore(ctx, db, abs, syncLevel, log)
 }
 
 // OpenExisting opens an existing memory database without creating or
@@ -154,10 +154,10 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 		db.Close()
 		return nil, fmt.Errorf("memory: %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	return newStore(ctx, db, abs, synchronousFull, log)
 }
 
-func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*Store, error) {
+func newStore(ctx context.Context, db *sql.DB, path, syncLevel string, log hclog.Logger) (*Store, error) {
 	s := &Store{db: db, path: path, log: log, now: time.Now}
 	var err error
 	if s.headStmt, err = db.PrepareContext(ctx, `SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`); err == nil {
@@ -170,7 +170,7 @@ func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*
 	}
 	// The audit writer shares the store's write mutex; it starts with the
 	// first row, because OpenExisting may have no query_log.
-	s.audit = newAuditWriter(db, &s.writeMu, func() time.Time { return s.now() }, log)
+	s.audit = newAuditWriter(db, path, syncLevel == synchronousFull, &s.writeMu, func() time.Time { return s.now() }, log)
 	return s, nil
 }
 
