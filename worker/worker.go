@@ -39,7 +39,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	// call that takes this worker gets the reason.
 	standbyErr := prepare(log)
 	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
-		log.Error("telling the front this worker is ready failed", "error", err)
+		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
