@@ -240,13 +240,3 @@ func isWrite(name string) bool {
 }
 
 func isSync(name string) bool { return name == "fsync" || name == "fdatasync" }
-
-// bounded returns s whole when short, else its first 2 KiB and its length,
-// so that a failing test never floods the terminal with a big value.
-func bounded(s string) string {
-	const max = 2 << 10
-	if len(s) <= max {
-		return s
-	}
-	return fmt.Sprintf("%s... [%d bytes in all]", s[:max], len(s))
-}
