@@ -165,7 +165,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Warn(w)
 	}
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
-		// For profiling the front (see README, Performance).
+		// For profiling the front (see docs/performance.md).
 		f, err := os.Create(path)
 		if err != nil {
 			return err

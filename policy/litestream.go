@@ -6,7 +6,7 @@ import (
 )
 
 // IsReplicationTable reports whether name is one of the tables Litestream
-// adds to every database it replicates (README: Replication):
+// adds to every database it replicates (docs/replication.md):
 // (names compare as SQLite compares them, ASCII case only):
 // _litestream_seq, a counter it bumps to force a write into the WAL, and
 // _litestream_lock, which it writes in a rolled-back transaction to hold

@@ -141,7 +141,7 @@ func Plan(ctx context.Context, o Options) (*Replication, error) {
 	}
 	text, err := os.ReadFile(config)
 	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see README, Replication)", err)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: cannot read the Litestream config: %v\nTry: --replicate ~/.config/mcp-sqlite-memory/litestream.yml (see docs/replication.md)", err)}
 	}
 	if execKey.Match(text) {
 		return nil, &UsageError{fmt.Sprintf("--replicate: %s has an exec: entry; with --replicate the server runs Litestream itself (and Litestream's exec gives its child no stdin)\nTry: remove the exec: line", config)}
@@ -309,7 +309,7 @@ func litestreamDatabases(ctx context.Context, bin, config string) ([]string, err
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see README, Replication)", config, msg, config, litestreamVersion)}
+		return nil, &UsageError{fmt.Sprintf("--replicate: Litestream refuses %s: %s\nTry: litestream databases -config %s   (Litestream %s; see docs/replication.md)", config, msg, config, litestreamVersion)}
 	}
 	var dbs []struct {
 		Path string `json:"path"`

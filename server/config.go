@@ -113,7 +113,7 @@ func options() []option {
 		intOption("max-cell-chars", "MCP_SQLITE_MAX_CELL_CHARS", "2000", "longer cells are cut to this many characters", 8, 1<<30, func(c *Config, n int) { c.MaxCellChars = n }),
 		intOption("max-update-rows", "MCP_SQLITE_MAX_UPDATE_ROWS", "500", "an UPDATE in write_query changing more rows is rolled back", 1, math.MaxInt32, func(c *Config, n int) { c.MaxUpdateRows = n }),
 		intOption("search-candidates", "MCP_SQLITE_SEARCH_CANDIDATES", "5000", "rows search_text reads at most", 1, 10_000_000, func(c *Config, n int) { c.SearchCandidates = n }),
-		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept by destructive_query (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
+		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept, of destructive_query and the snapshot tool (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
 		stringOption("snapshot-dir", []string{"MCP_SQLITE_SNAPSHOT_DIR"}, "", "snapshot folder (default <db dir>/<stem>.snapshots)", func(c *Config, v string) { c.SnapshotDir = v }),
 		{flag: "snapshot-timeout", env: []string{"MCP_SQLITE_SNAPSHOT_TIMEOUT"}, def: "300", help: "seconds destructive_query's snapshot may take; the statement's --query-timeout starts after it", apply: func(c *Config, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -141,7 +141,7 @@ func options() []option {
 		stringOption("worker", []string{"MCP_SQLITE_WORKER"}, "", "worker binary (default: mcp-sqlite-memory-worker beside this binary, else this binary re-run in worker mode)", func(c *Config, v string) { c.Worker = v }),
 		stringOption("audit-db", []string{"MCP_SQLITE_AUDIT_DB"}, "", "readonly profile: also write audit rows to this SQLite file", func(c *Config, v string) { c.AuditDB = v }),
 		intOption("audit-query-bytes", "MCP_SQLITE_AUDIT_QUERY_BYTES", "65536", "bytes of a call's SQL an audit row keeps (longer SQL: this prefix, its length and sha256)", 256, 1<<30, func(c *Config, n int) { c.AuditQueryBytes = n }),
-		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (README: Replication)", func(c *Config, v string) { c.Replicate = v }),
+		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (docs/replication.md)", func(c *Config, v string) { c.Replicate = v }),
 		stringOption("litestream", []string{"MCP_SQLITE_LITESTREAM"}, "litestream", "Litestream binary for --replicate", func(c *Config, v string) { c.Litestream = v }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
 		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
