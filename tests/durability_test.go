@@ -29,9 +29,7 @@ func TestAcknowledgedWritesAreSynced(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "memory.db")
 	trace := filepath.Join(dir, "trace.txt")
-	s, logs := startCommand(t, db, strace, "-f", "-y", "-tt", "-s", "2048",
-		"-e", "trace=write,pwrite64,pwritev,pwritev2,fsync,fdatasync,clone,clone3,fork,vfork", "-o", trace,
-		serverBin, "--db", db)
+	s, logs := startCommand(t, db, strace, append(slices.Clone(straceArgs), "-o", trace, serverBin, "--db", db)...)
 
 	// Every answer that says something was written, in call order.
 	var acked []answer
@@ -66,6 +64,12 @@ func TestAcknowledgedWritesAreSynced(t *testing.T) {
 	}
 }
 
+// straceArgs trace, across the server and its workers (-f), the writes,
+// the syncs and the thread and process starts (to tell the server's
+// threads from a worker's), with each descriptor's path (-y).
+var straceArgs = []string{"-f", "-y", "-tt", "-s", "2048",
+	"-e", "trace=write,pwrite64,pwritev,pwritev2,fsync,fdatasync,clone,clone3,fork,vfork"}
+
 // straceOrSkip returns strace's path, or skips the test where it cannot
 // trace (not Linux, not installed, ptrace not permitted).
 func straceOrSkip(t *testing.T) string {
@@ -77,7 +81,7 @@ func straceOrSkip(t *testing.T) string {
 	if err != nil {
 		t.Skip("strace is not installed (apt-get install strace); .ci/run installs it")
 	}
-	if out, err := exec.Command(path, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
+	if out, err := exec.Command(path, append(slices.Clone(straceArgs), "-o", os.DevNull, "true")...).CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here (ptrace refused? a container without CAP_SYS_PTRACE): %v: %s", err, bounded(string(out)))
 	}
 	return path
