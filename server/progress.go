@@ -11,6 +11,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 )
 
 // progressEvery is how often a call with a progress token hears from the
@@ -26,6 +27,7 @@ var progressEvery = time.Second
 type progress struct {
 	s     *Server
 	ctx   context.Context
+	stdio *mcpstdio.Call // nil for in-process clients
 	token mcp.ProgressToken
 	tool  string
 	start time.Time
@@ -38,9 +40,9 @@ type progress struct {
 	done chan struct{}
 }
 
-func (s *Server) startProgress(ctx context.Context, token mcp.ProgressToken, tool string, start time.Time) *progress {
+func (s *Server) startProgress(ctx context.Context, stdio *mcpstdio.Call, token mcp.ProgressToken, tool string, start time.Time) *progress {
 	p := &progress{
-		s: s, ctx: ctx, token: token, tool: tool, start: start,
+		s: s, ctx: ctx, stdio: stdio, token: token, tool: tool, start: start,
 		deadline: start.Add(s.cfg.QueryTimeout),
 		quit:     make(chan struct{}), done: make(chan struct{}),
 	}
@@ -48,7 +50,7 @@ func (s *Server) startProgress(ctx context.Context, token mcp.ProgressToken, too
 	return p
 }
 
-// worker takes the worker's progress frames (ipc.WithProgress).
+// worker takes the worker's progress frames (ipc.Spawner.RunWithProgress).
 func (p *progress) worker(f ipc.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -62,6 +64,29 @@ func (p *progress) worker(f ipc.Progress) {
 		}
 	}
 	p.last = f
+}
+
+// phaseConfirm marks a call waiting for the person's answer.
+const phaseConfirm = "confirm"
+
+// waiting says the call waits for the person until deadline; running that
+// the wait is over and the statement runs. A nil progress does nothing.
+func (p *progress) waiting(deadline time.Time) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{Phase: phaseConfirm}, deadline
+}
+
+func (p *progress) running() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{}, time.Now().Add(p.s.cfg.QueryTimeout)
 }
 
 func (p *progress) loop() {
@@ -91,6 +116,8 @@ func (p *progress) send(now time.Time) {
 	}
 	msg := fmt.Sprintf("%s running for %s (stopped after %s)", p.tool, roundSeconds(elapsed), roundSeconds(total))
 	switch last.Phase {
+	case phaseConfirm:
+		msg = fmt.Sprintf("%s: waiting for the user to allow the statement (declined after %s)", p.tool, roundSeconds(total))
 	case ipc.PhaseSnapshot:
 		msg = fmt.Sprintf("%s: snapshot, %d of %d pages copied (%s)", p.tool, last.Done, last.Total, roundSeconds(elapsed))
 	case ipc.PhaseStatement:
@@ -105,8 +132,8 @@ func (p *progress) send(now time.Time) {
 		"message":       msg,
 	}
 	var err error
-	if p.s.out != nil {
-		err = p.s.out.notify(string(mcp.MethodNotificationProgress), params)
+	if p.stdio != nil {
+		err = p.stdio.Notify(string(mcp.MethodNotificationProgress), params)
 	} else if srv := mcpserver.ServerFromContext(p.ctx); srv != nil {
 		err = srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), params)
 	}
