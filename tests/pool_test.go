@@ -43,16 +43,25 @@ func (b *lockedBuffer) count(parts ...string) int {
 // startLogged is start with a choice of server binary and its stderr kept.
 func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lockedBuffer) {
 	t.Helper()
+	return startCommand(t, db, bin, append([]string{"--db", db}, flags...)...)
+}
+
+// startCommand starts a server on db by running command with args (a
+// tracer in front of the server, say), keeping its stderr.
+func startCommand(t *testing.T, db, command string, args ...string) (*session, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
-	args := append([]string{"--db", db}, flags...)
 	var cmd *exec.Cmd
-	c, err := client.NewStdioMCPClientWithOptions(bin, os.Environ(), args, transport.WithCommandStderrWriter(logs), transport.WithCommandFunc(keepCommand(&cmd)))
+	c, err := client.NewStdioMCPClientWithOptions(command, os.Environ(), args, transport.WithCommandStderrWriter(logs), transport.WithCommandFunc(keepCommand(&cmd)))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	s := &session{t: t, c: c, db: db, cmd: cmd}
-	s.guardLocks()
+	if command == serverBin || command == aloneServerBin {
+		// The lock guard needs the server's own process, not a tracer's.
+		s.guardLocks()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}
