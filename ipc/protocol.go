@@ -99,7 +99,25 @@ type Snapshot struct {
 	// complete (then it is renamed); the front names it so that it can
 	// remove what a killed worker left. Empty: the worker picks one.
 	Partial string `json:"partial,omitempty"`
+	// Mode is SnapshotFull (also when empty), SnapshotUndo, or
+	// SnapshotAuto: an undo record when the database is larger than
+	// FullMB MiB, else a full copy (SPEC 5.6).
+	Mode   string `json:"mode,omitempty"`
+	FullMB int    `json:"full_mb,omitempty"`
+	// Reason is the agent's reason, kept in an undo record.
+	Reason string `json:"reason,omitempty"`
 }
+
+// Snapshot modes (--snapshot-mode).
+const (
+	SnapshotAuto = "auto"
+	SnapshotFull = "full"
+	SnapshotUndo = "undo"
+)
+
+// UndoSuffix ends the name of an undo record, <stem>.<stamp>Z.undo.db; a
+// full copy is <stem>.<stamp>Z.db.
+const UndoSuffix = ".undo.db"
 
 // PartialSuffix ends the name of every snapshot still being written; a
 // file with it is never a complete snapshot.
@@ -430,7 +448,7 @@ func checkRequestSize(req *Request) error {
 		}
 	}
 	if s := req.Snapshot; s != nil {
-		n += len(s.Dir) + len(s.Stem) + len(s.Partial)
+		n += len(s.Dir) + len(s.Stem) + len(s.Partial) + len(s.Mode) + len(s.Reason)
 	}
 	if 6*n+(64<<10) < MaxRequestBytes {
 		return nil

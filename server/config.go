@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
 // Profiles.
@@ -32,6 +34,8 @@ type Config struct {
 	Snapshots        int
 	SnapshotDir      string
 	SnapshotTimeout  time.Duration
+	SnapshotMode     string
+	SnapshotFullMB   int
 	WorkerMemoryMB   int
 	MaxGrowthMB      int
 	MaxWorkers       int
@@ -122,6 +126,15 @@ func options() []option {
 			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
 			return nil
 		}},
+		{flag: "snapshot-mode", env: []string{"MCP_SQLITE_SNAPSHOT_MODE"}, def: ipc.SnapshotAuto, help: "what destructive_query snapshots: auto (an undo record of the statement's changes above --snapshot-full-mb, else a full copy), full (always a copy of the database) or undo (always an undo record)", apply: func(c *Config, v string) error {
+			switch v = strings.TrimSpace(v); v {
+			case ipc.SnapshotAuto, ipc.SnapshotFull, ipc.SnapshotUndo:
+				c.SnapshotMode = v
+				return nil
+			}
+			return errors.New("must be auto, full or undo")
+		}},
+		intOption("snapshot-full-mb", "MCP_SQLITE_SNAPSHOT_FULL_MB", "64", "with --snapshot-mode auto, databases up to this many MiB get a full copy, larger ones an undo record", 0, 1<<22, func(c *Config, n int) { c.SnapshotFullMB = n }),
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
 		intOption("max-growth-mb", "MCP_SQLITE_MAX_GROWTH_MB", "512", "MiB one statement may add to the database", 1, 1<<22, func(c *Config, n int) { c.MaxGrowthMB = n }),
 		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes alive at once: running a statement, standing by or starting", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),

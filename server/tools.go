@@ -209,7 +209,8 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	c.detail["reason"] = reason
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots,
+		Mode: s.cfg.SnapshotMode, FullMB: s.cfg.SnapshotFullMB, Reason: reason}
 	return s.answer(c, req)
 }
 

@@ -183,7 +183,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	restored := func(typ, name string) bool {
 		cur, ok := now[object{Type: typ, Name: name}.key()]
 		for _, s := range steps {
-			if ok && s.action == "create" && strings.EqualFold(s.typ, typ) && strings.EqualFold(s.name, name) && s.sql == cur.SQL {
+			if ok && s.action == "create" && fold(s.typ) == fold(typ) && fold(s.name) == fold(name) && s.sql == cur.SQL {
 				return true
 			}
 		}
@@ -331,8 +331,8 @@ func willDrop(steps []step, cur object) bool {
 		if s.action != "drop" {
 			continue
 		}
-		if (strings.EqualFold(s.typ, cur.Type) && strings.EqualFold(s.name, cur.Name)) ||
-			(s.typ == "table" && cur.Type != "view" && strings.EqualFold(s.name, cur.Table)) {
+		if (fold(s.typ) == fold(cur.Type) && fold(s.name) == fold(cur.Name)) ||
+			(s.typ == "table" && cur.Type != "view" && fold(s.name) == fold(cur.Table)) {
 			return true
 		}
 	}

@@ -58,7 +58,7 @@ type object struct {
 	Type, Name, Table, SQL string
 }
 
-func (o object) key() string { return o.Type + "\x00" + strings.ToLower(o.Name) }
+func (o object) key() string { return o.Type + "\x00" + fold(o.Name) }
 
 // Recorder records one statement. Begin it inside the statement's write
 // transaction, before the statement runs; Finish it after the statement
@@ -112,7 +112,7 @@ func Begin(db *rawsqlite.Conn, path string, plan Plan) (r *Recorder, err error) 
 		if err := r.copyTable(t, name); err != nil {
 			return r, err
 		}
-		r.copied[strings.ToLower(t)] = name
+		r.copied[fold(t)] = name
 	}
 	r.session, err = db.NewSession(r.records)
 	return r, err
@@ -127,7 +127,7 @@ CREATE TABLE undo_changeset(seq INTEGER PRIMARY KEY, data BLOB);`
 // records is the session's table filter: every table that existed before
 // the statement, but the copied ones, SQLite's own and the skipped ones.
 func (r *Recorder) records(table string) bool {
-	folded := strings.ToLower(table)
+	folded := fold(table)
 	if _, ok := r.copied[folded]; ok || strings.HasPrefix(folded, "sqlite_") {
 		return false
 	}
@@ -144,14 +144,14 @@ func (r *Recorder) records(table string) bool {
 func (r *Recorder) check() error {
 	kinds := map[string]string{}
 	err := each(r.db, "SELECT name, type FROM pragma_table_list WHERE schema = 'main'", func(st *rawsqlite.Stmt) error {
-		kinds[strings.ToLower(st.ColumnText(0))] = st.ColumnText(1)
+		kinds[fold(st.ColumnText(0))] = st.ColumnText(1)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, t := range append(append([]string{}, r.plan.Writes...), r.plan.Copy...) {
-		switch kinds[strings.ToLower(t)] {
+		switch kinds[fold(t)] {
 		case "virtual":
 			return &FullCopyNeeded{Reason: fmt.Sprintf("the statement changes virtual table %s, which the session extension cannot record", t)}
 		case "shadow":
@@ -159,7 +159,7 @@ func (r *Recorder) check() error {
 		}
 	}
 	for _, t := range r.plan.Writes {
-		if _, copied := r.copied[strings.ToLower(t)]; copied {
+		if _, copied := r.copied[fold(t)]; copied {
 			continue
 		}
 		cols, err := nullableKey(r.db, t)
@@ -322,7 +322,7 @@ func (r *Recorder) Finish(info Info) (Summary, error) {
 	}
 	for _, t := range r.plan.Copy {
 		tables[t] = true
-		n, err := scalar(r.rec, "SELECT count(*) FROM "+quote(r.copied[strings.ToLower(t)]))
+		n, err := scalar(r.rec, "SELECT count(*) FROM "+quote(r.copied[fold(t)]))
 		if err != nil {
 			return sum, err
 		}
@@ -369,7 +369,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	// A copied table is dropped and recreated with its rows, its indexes
 	// and its triggers, whatever the statement did to it.
 	for k, o := range r.before {
-		if _, copied := r.copied[strings.ToLower(o.Table)]; copied && o.Type != "view" {
+		if _, copied := r.copied[fold(o.Table)]; copied && o.Type != "view" {
 			recreate[k] = true
 			if a, ok := after[k]; ok && o.Type == "table" && !containsKey(drops, k) {
 				drops = append(drops, a)
@@ -379,7 +379,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	for k := range recreate {
 		o := r.before[k]
 		if o.Type == "table" {
-			if _, copied := r.copied[strings.ToLower(o.Name)]; !copied {
+			if _, copied := r.copied[fold(o.Name)]; !copied {
 				return nil, &FullCopyNeeded{Reason: fmt.Sprintf("the statement changed the definition of table %s, which it does not name (a rename rewrites the tables that refer to it)", o.Name)}
 			}
 		}
@@ -404,7 +404,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	for _, o := range creates {
 		var copyName, columns any
 		if o.Type == "table" {
-			copyName = r.copied[strings.ToLower(o.Name)]
+			copyName = r.copied[fold(o.Name)]
 			cols, err := columnsOf(r.rec, copyName.(string))
 			if err != nil {
 				return nil, err
@@ -482,8 +482,8 @@ func PlanFrom(actions []rawsqlite.AuthRequest) Plan {
 	var p Plan
 	seen := map[string]bool{}
 	add := func(list *[]string, kind, t string) {
-		k := kind + strings.ToLower(t)
-		if t == "" || strings.HasPrefix(strings.ToLower(t), "sqlite_") || seen[k] {
+		k := kind + fold(t)
+		if t == "" || strings.HasPrefix(fold(t), "sqlite_") || seen[k] {
 			return
 		}
 		seen[k] = true

@@ -112,7 +112,7 @@ var rowidNames = []string{"rowid", "_rowid_", "oid"}
 func storedColumns(c *rawsqlite.Conn, t string) (cols []string, rowid string, err error) {
 	taken := map[string]bool{}
 	err = each(c, "SELECT name, hidden FROM pragma_table_xinfo(?1)", func(st *rawsqlite.Stmt) error {
-		taken[strings.ToLower(st.ColumnText(0))] = true
+		taken[fold(st.ColumnText(0))] = true
 		if st.ColumnInt64(1) == 0 {
 			cols = append(cols, st.ColumnText(0))
 		}
@@ -147,4 +147,15 @@ func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// fold lower-cases ASCII letters only, as SQLite compares names.
+func fold(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

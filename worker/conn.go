@@ -31,6 +31,10 @@ type executor struct {
 	// COMMIT, catalogue reads) are built here and need no policing, and the
 	// policy forbids transaction control.
 	agentPhase bool
+	// actions collects what the agent's statement asks the authorizer
+	// while it compiles (destructive mode only): the undo record's plan.
+	actions   []rawsqlite.AuthRequest
+	compiling bool
 	// timedOut is set when the request's time is up; clock sets it (nil
 	// when the request has no timeout). A snapshot stops the clock and
 	// starts it again when it is complete.
@@ -199,6 +203,9 @@ func (ex *executor) setup() error {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
+		if ex.compiling && ex.mode == policy.Destructive {
+			ex.actions = append(ex.actions, r)
+		}
 		return ex.auth.Authorize(policyCall(r))
 	}); err != nil {
 		return err
@@ -263,9 +270,10 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 		sql += "\n"
 	}
 	ex.auth.Reset()
-	ex.agentPhase = true
+	ex.actions = nil
+	ex.agentPhase, ex.compiling = true, true
 	st, tail, err := ex.conn.Prepare(sql)
-	ex.agentPhase = false
+	ex.agentPhase, ex.compiling = false, false
 	if err != nil {
 		return nil, "", ex.classify(err)
 	}

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"unsafe"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 )
 
 // query runs the agent's one statement under the request's mode.
@@ -105,17 +108,20 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 }
 
 // write runs a writing statement in its own transaction, with the UPDATE
-// rowcount guard in write mode.
+// rowcount guard in write mode. A destructive statement is preceded by
+// its snapshot (a full copy, or an undo record made while it runs).
 func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
-	var detail map[string]any
-	if ex.mode == policy.Destructive {
-		path, err := ex.snapshot()
-		if err != nil {
-			return nil, err
+	committed := false
+	defer func() {
+		if !committed && !ex.conn.Autocommit() {
+			_ = ex.exec("ROLLBACK")
 		}
-		detail = map[string]any{"snapshot": path}
-		if ex.detail["snapshot_copied_again"] == true {
-			detail["snapshot_copied_again"] = true
+	}()
+	var snap *taken
+	if ex.mode == policy.Destructive {
+		var err error
+		if snap, err = ex.beforeDestructive(); err != nil {
+			return nil, err
 		}
 	}
 	// A snapshot leaves the write transaction begun: the statement starts
@@ -125,20 +131,81 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 	}
+	changes, returning, err := ex.runWrite(st, sum)
+	if err != nil {
+		snap.abort()
+		return nil, err
+	}
+	if snap != nil && snap.rec != nil {
+		err := ex.keepUndo(snap)
+		var full *undo.FullCopyNeeded
+		if errors.As(err, &full) {
+			// Found out only once it ran (a definition it rewrote, a
+			// virtual table it created): take a full copy and run again.
+			ex.log.Info("the undo record cannot hold this statement; taking a full copy", "why", full.Reason)
+			if err := ex.exec("ROLLBACK"); err != nil {
+				return nil, err
+			}
+			if err := st.Reset(); err != nil {
+				return nil, err
+			}
+			if snap, err = ex.fullSnapshot(full.Reason); err != nil {
+				return nil, err
+			}
+			if changes, returning, err = ex.runWrite(st, sum); err != nil {
+				return nil, err
+			}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if err := ex.exec("COMMIT"); err != nil {
+		if snap != nil && snap.kind == ipc.SnapshotUndo {
+			// The record of a change that did not happen would only
+			// confuse: restoring it would find nothing to do.
+			_ = os.Remove(snap.path)
+		}
+		return nil, err
+	}
+	committed = true
+
+	var b strings.Builder
+	if sum.Schema {
+		b.WriteString("ok: schema statement executed")
+		changes = 0
+	} else {
+		fmt.Fprintf(&b, "ok: %d rows affected", changes)
+		if sum.Inserts {
+			fmt.Fprintf(&b, " (last_insert_rowid=%d)", ex.conn.LastInsertRowID())
+		}
+	}
+	var detail map[string]any
+	if ex.mode == policy.Destructive {
+		detail = snap.detail()
+		if snap != nil && snap.path != "" {
+			b.WriteString("; snapshot: " + snap.path)
+		} else {
+			b.WriteString("; snapshots are disabled")
+		}
+	}
+	if returning != nil {
+		b.WriteByte('\n')
+		b.WriteString(returning.finish(false).Text)
+	}
+	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
+}
+
+// runWrite steps the statement to its end inside the open transaction and
+// applies the checks that follow it: the UPDATE rowcount guard, and the
+// policy over triggers the statement created.
+func (ex *executor) runWrite(st *rawsqlite.Stmt, sum policy.Summary) (int64, *result, error) {
 	var triggersBefore map[string]bool
 	if ex.mode == policy.Destructive {
 		var err error
 		if triggersBefore, err = ex.triggers(); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
-
 	// RETURNING rows: SQLite makes every change on the first step, so the
 	// statement is stepped to its end even past the caps. The renderer
 	// refuses rows past the row or byte cap and notes that more existed.
@@ -154,7 +221,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	for {
 		ok, err := ex.stepAgent(st)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		if !ok {
 			break
@@ -166,42 +233,16 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	}
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
-		return nil, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
+		return 0, nil, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
 			"this UPDATE would change %d rows, more than --max-update-rows=%d; it was rolled back and nothing changed. Narrow the WHERE clause, update in batches, or use destructive_query for a deliberate bulk update (it snapshots first)",
 			changes, ex.req.Caps.MaxUpdateRows))
 	}
 	if triggersBefore != nil {
 		if err := ex.checkNewTriggers(triggersBefore); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	if err := ex.exec("COMMIT"); err != nil {
-		return nil, err
-	}
-	committed = true
-
-	var b strings.Builder
-	if sum.Schema {
-		b.WriteString("ok: schema statement executed")
-		changes = 0
-	} else {
-		fmt.Fprintf(&b, "ok: %d rows affected", changes)
-		if sum.Inserts {
-			fmt.Fprintf(&b, " (last_insert_rowid=%d)", ex.conn.LastInsertRowID())
-		}
-	}
-	if ex.mode == policy.Destructive {
-		if p, ok := detail["snapshot"].(string); ok && p != "" {
-			b.WriteString("; snapshot: " + p)
-		} else {
-			b.WriteString("; snapshots are disabled")
-		}
-	}
-	if returning != nil {
-		b.WriteByte('\n')
-		b.WriteString(returning.finish(false).Text)
-	}
-	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
+	return changes, returning, nil
 }
 
 // program lists the compiled program of st, trigger programs included, as

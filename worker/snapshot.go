@@ -201,6 +201,13 @@ func plainName(name string) bool {
 // snapshot name (the time it was taken), then syncs the folder so that the
 // name survives a power loss.
 func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) {
+	return keepSnapshotAs(tmp, s, taken, ".db")
+}
+
+// keepSnapshotAs is keepSnapshot for a name ending in suffix (".db" for a
+// full copy, ipc.UndoSuffix for an undo record). Full copies and undo
+// records never share a time stamp, so they sort into one history.
+func keepSnapshotAs(tmp string, s *ipc.Snapshot, taken time.Time, suffix string) (string, error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
 	if err != nil {
 		return "", err
@@ -215,8 +222,9 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(s.Dir, s.Stem+"."+taken.UTC().Format(stampLayout)+"Z.db")
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		base := filepath.Join(s.Dir, s.Stem+"."+taken.UTC().Format(stampLayout)+"Z")
+		path := base + suffix
+		if free(base+".db") && free(base+ipc.UndoSuffix) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
@@ -228,7 +236,13 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 	return "", errors.New("no free snapshot name")
 }
 
-// rotate removes all but the newest keep complete snapshots of stem.
+func free(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// rotate removes all but the newest keep complete snapshots of stem, full
+// copies and undo records together.
 // Partial files are not snapshots and do not count; neither does a
 // snapshot with a journal beside it (an incomplete one from a version that
 // wrote snapshots in place), which SnapshotLeftovers reports.
@@ -262,13 +276,18 @@ func rotate(dir, stem string, keep int, ex *executor) {
 	}
 }
 
-// isSnapshotName reports whether name is <stem>.<stamp>Z.db.
+// isSnapshotName reports whether name is <stem>.<stamp>Z.db (a full
+// copy) or <stem>.<stamp>Z.undo.db (an undo record).
 func isSnapshotName(name, stem string) bool {
-	if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, "Z.db") || len(name) < len(stem)+1+len("Z.db") {
-		return false
+	for _, suffix := range []string{"Z" + ipc.UndoSuffix, "Z.db"} {
+		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, suffix) || len(name) < len(stem)+1+len(suffix) {
+			continue
+		}
+		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(suffix)]); err == nil {
+			return true
+		}
 	}
-	_, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len("Z.db")])
-	return err == nil
+	return false
 }
 
 // SnapshotLeftovers lists what stopped snapshots of stem left in dir:
