@@ -248,7 +248,15 @@ func (r *Recorder) copyTable(t, name string) error {
 	if err := r.rec.Exec("CREATE TABLE " + quote(name) + "(" + strings.Join(colList, ", ") + ")"); err != nil {
 		return err
 	}
-	return copyRows(r.db, "SELECT "+strings.Join(colList, ", ")+" FROM "+quote(t), r.rec, "INSERT INTO "+quote(name)+" VALUES ("+placeholders(len(all))+")")
+	// One transaction: a commit per row would write the file's pages
+	// once per row.
+	if err := r.rec.Exec("BEGIN"); err != nil {
+		return err
+	}
+	if err := copyRows(r.db, "SELECT "+strings.Join(colList, ", ")+" FROM "+quote(t), r.rec, "INSERT INTO "+quote(name)+" VALUES ("+placeholders(len(all))+")"); err != nil {
+		return err
+	}
+	return r.rec.Exec("COMMIT")
 }
 
 // Info is what the record says about its statement.
@@ -306,6 +314,9 @@ func (r *Recorder) Finish(info Info) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if err := r.rec.Exec("BEGIN"); err != nil {
+		return sum, err
+	}
 	objects, err := r.writeSchema(after)
 	if err != nil {
 		return sum, err
@@ -337,6 +348,9 @@ func (r *Recorder) Finish(info Info) (Summary, error) {
 	}
 	if err := execArgs(r.rec, "INSERT INTO undo_info VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 		int64(Format), Kind, info.Taken, info.Statement, info.Reason, strings.Join(sum.Tables, ","), sum.Rows, int64(len(inv))); err != nil {
+		return sum, err
+	}
+	if err := r.rec.Exec("COMMIT"); err != nil {
 		return sum, err
 	}
 	err = r.rec.Close()
