@@ -95,7 +95,7 @@ func eachRaw(t *testing.T, c *rawsqlite.Conn, query string, fn func(*rawsqlite.S
 }
 
 // applyUndo applies the undo record at rec to db as restore does.
-func applyUndo(t *testing.T, db, rec string, force bool) (undo.Result, error) {
+func applyUndo(t testing.TB, db, rec string, force bool) (undo.Result, error) {
 	t.Helper()
 	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
 	if err != nil {
