@@ -18,7 +18,9 @@ import (
 // recorded too, and tables without a declared PRIMARY KEY are keyed by
 // their rowid (SQLITE_SESSION_OBJCONFIG_ROWID). The session extension
 // never sees virtual tables, and leaves out rows whose PRIMARY KEY holds
-// a NULL: callers must not rely on a session for those.
+// a NULL: callers must not rely on a session for those. Statements
+// prepared before NewSession are expired, so that they compile again with
+// the session's hooks before their next step.
 type Session struct {
 	c  *Conn
 	p  uintptr
@@ -68,6 +70,12 @@ func (c *Conn) NewSession(record func(table string) bool) (*Session, error) {
 	if rc := sqlite3.Xsqlite3session_attach(c.tls, s.p, 0); rc != sqlite3.SQLITE_OK {
 		s.Delete()
 		return nil, errorFromCode(rc)
+	}
+	// Statements compiled before the session began must compile again
+	// with its hooks in place, or some changes would escape it.
+	if err := c.ExpireStatements(); err != nil {
+		s.Delete()
+		return nil, err
 	}
 	return s, nil
 }

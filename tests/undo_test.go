@@ -149,6 +149,7 @@ func TestUndoRoundTrips(t *testing.T) {
 	for _, tt := range []struct{ name, sql string }{
 		{"delete with where", "DELETE FROM child WHERE id IN (10, 12)"},
 		{"unfiltered update", "UPDATE child SET note = 'x'"},
+		{"unfiltered delete", "DELETE FROM nokey"},
 		{"cascade", "DELETE FROM parent WHERE id = 1"},
 		{"trigger writes another table", "DELETE FROM parent WHERE id = 3"},
 		{"drop table", "DROP TABLE child"},

@@ -132,23 +132,34 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		}
 	}
 	changes, returning, err := ex.runWrite(st, sum)
-	if err != nil {
+	if err != nil && (snap == nil || snap.rec == nil || !outOfMemory(err)) {
 		snap.abort()
 		return nil, err
 	}
 	if snap != nil && snap.rec != nil {
-		err := ex.keepUndo(snap)
+		if err == nil {
+			err = ex.keepUndo(snap)
+		} else {
+			// The session's copies of the old rows count against the
+			// worker's heap limit: a full copy costs no memory.
+			snap.abort()
+			err = &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+		}
 		var full *undo.FullCopyNeeded
 		if errors.As(err, &full) {
 			// Found out only once it ran (a definition it rewrote, a
 			// virtual table it created): take a full copy and run again.
 			ex.log.Info("the undo record cannot hold this statement; taking a full copy", "why", full.Reason)
-			if err := ex.exec("ROLLBACK"); err != nil {
-				return nil, err
+			// An out-of-memory error may have rolled the transaction
+			// back already.
+			if !ex.conn.Autocommit() {
+				if err := ex.exec("ROLLBACK"); err != nil {
+					return nil, err
+				}
 			}
-			if err := st.Reset(); err != nil {
-				return nil, err
-			}
+			// Reset reports the failed step again; the statement itself
+			// is sound and runs again from the start.
+			_ = st.Reset()
 			if snap, err = ex.fullSnapshot(full.Reason); err != nil {
 				return nil, err
 			}
@@ -193,6 +204,11 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		b.WriteString(returning.finish(false).Text)
 	}
 	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
+}
+
+// outOfMemory reports SQLite's out-of-memory error (the heap limit).
+func outOfMemory(err error) bool {
+	return rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNoMem
 }
 
 // runWrite steps the statement to its end inside the open transaction and

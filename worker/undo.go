@@ -173,6 +173,9 @@ func (ex *executor) keepUndo(t *taken) error {
 		if errors.As(err, &full) {
 			return err
 		}
+		if outOfMemory(err) {
+			return &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+		}
 		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()

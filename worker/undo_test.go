@@ -177,3 +177,33 @@ func TestUndoSnapshot(t *testing.T) {
 		}
 	})
 }
+
+// TestUndoOutOfMemoryTakesAFullCopy: a change whose old rows do not fit in
+// the worker's heap limit (the session keeps a copy of each) gets a full
+// copy instead, and the statement runs.
+func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
+	db := buildDB(t, "m.db", "CREATE TABLE big(id INTEGER PRIMARY KEY, b BLOB)",
+		`INSERT INTO big(b) SELECT randomblob(10000) FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 3000) SELECT x FROM s)`)
+	old := rawsqlite.SetHardHeapLimit(16 << 20)
+	defer rawsqlite.SetHardHeapLimit(old)
+	dir := filepath.Join(t.TempDir(), "snaps")
+	resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, "DELETE FROM big"), hclog.NewNullLogger())
+	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.Contains(fmt.Sprint(resp.Detail["snapshot_why"]), "too large to record") ||
+		!strings.HasPrefix(resp.Text, "ok: 3000 rows affected; snapshot: ") {
+		t.Fatalf("%+v", resp)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Fatalf("snapshot folder %v", names)
+	}
+}
+
+// TestUndoUnfilteredDelete: DELETE without WHERE compiles to a table
+// clear that reports no rows unless it is compiled again once the session
+// records; the record must hold every row.
+func TestUndoUnfilteredDelete(t *testing.T) {
+	db := buildDB(t, "d.db", "CREATE TABLE plain(a, b)", "INSERT INTO plain VALUES (1, 'x'), (2, NULL), (3, x'00')")
+	resp := execute(undoRequest(db, filepath.Join(t.TempDir(), "snaps"), ipc.SnapshotUndo, 0, "DELETE FROM plain"), hclog.NewNullLogger())
+	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotUndo || resp.Detail["snapshot_rows"] != int64(3) {
+		t.Fatalf("%+v", resp)
+	}
+}
