@@ -26,7 +26,11 @@ INSERT INTO child VALUES (10, 1, 'a', x'00ff00'), (11, 1, NULL, NULL), (12, 2, '
 INSERT INTO nokey VALUES (1, 'a'), (1, 'a'), (NULL, 2.5), (x'01', NULL);
 INSERT INTO wr VALUES ('x', 1.5, NULL), ('y', NULL, 'n'), ('z', -0.0, 7);
 INSERT INTO gen(a, c) VALUES (1, 'p'), (2, NULL);
-INSERT INTO audit(what) VALUES ('start');`
+INSERT INTO audit(what) VALUES ('start');
+CREATE TABLE vgen(a INTEGER, b INTEGER GENERATED ALWAYS AS (a + 1) VIRTUAL);
+INSERT INTO vgen(a) VALUES (1), (2);
+CREATE TABLE odd(rowid TEXT, oid TEXT);
+INSERT INTO odd VALUES ('r', 'o'), ('r', NULL);`
 
 // digest is every agent object's definition and every row of every table,
 // with each value's storage class and exact bytes.
@@ -176,6 +180,11 @@ func TestRoundTrip(t *testing.T) {
 		{"no declared key update", "UPDATE nokey SET b = x'ff'"},
 		{"generated column", "UPDATE gen SET a = a + 10"},
 		{"drop table with generated column", "DROP TABLE gen"},
+		{"replace deletes a row", "REPLACE INTO parent VALUES (2, 'deux')"},
+		{"update changes keys", "UPDATE child SET id = id + 100"},
+		{"update changes a without rowid key", "UPDATE wr SET k = k || k"},
+		{"virtual generated column", "UPDATE vgen SET a = a * 3"},
+		{"rowid column names taken", "DROP TABLE odd"},
 		{"blobs and nulls", "UPDATE child SET data = CASE WHEN data IS NULL THEN x'' ELSE NULL END"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
