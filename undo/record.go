@@ -158,9 +158,13 @@ func (r *Recorder) check() error {
 			return &FullCopyNeeded{Reason: fmt.Sprintf("the statement changes %s, a virtual table's shadow table", t)}
 		}
 	}
+	copies := map[string]bool{}
+	for _, t := range r.plan.Copy {
+		copies[fold(t)] = true
+	}
 	for _, t := range r.plan.Writes {
-		if _, copied := r.copied[fold(t)]; copied {
-			continue
+		if copies[fold(t)] {
+			continue // copied whole, not recorded by the session
 		}
 		cols, err := nullableKey(r.db, t)
 		if err != nil {

@@ -166,7 +166,7 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 // only the partial file, which the front removes.
 func (ex *executor) keepUndo(t *taken) error {
 	s := ex.req.Snapshot
-	sum, err := t.rec.Finish(undo.Info{Taken: t.started.UTC().Format(time.RFC3339Nano), Statement: ex.req.SQL, Reason: s.Reason})
+	sum, err := t.rec.Finish(undo.Info{Taken: t.started.UTC().Format("2006-01-02T15:04:05.000Z"), Statement: ex.req.SQL, Reason: s.Reason})
 	if err != nil {
 		t.abort()
 		var full *undo.FullCopyNeeded
