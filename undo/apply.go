@@ -141,8 +141,11 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 	var steps []step
-	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
+	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
 		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
+		if st.ColumnType(7) == rawsqlite.TypeInteger {
+			s.seq, s.hasSeq = st.ColumnInt64(7), true
+		}
 		if c := st.ColumnText(6); c != "" {
 			s.columns = strings.Split(c, "\x1f")
 		}
@@ -257,6 +260,11 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 				}
 				res.Rows += n
 			}
+			if s.hasSeq {
+				if err := putSequence(db, s.name, s.seq); err != nil {
+					return res, fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", s.name, err)
+				}
+			}
 		}
 		res.Objects++
 	}
@@ -322,6 +330,8 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 type step struct {
 	action, typ, name, table, sql, copyName string
 	columns                                 []string
+	seq                                     int64 // the AUTOINCREMENT counter, when hasSeq
+	hasSeq                                  bool
 }
 
 // willDrop reports whether an earlier drop step removes the object now
@@ -337,6 +347,18 @@ func willDrop(steps []step, cur object) bool {
 		}
 	}
 	return false
+}
+
+// putSequence sets table's AUTOINCREMENT counter to at least seq.
+func putSequence(db *rawsqlite.Conn, table string, seq int64) error {
+	n, err := scalar(db, "SELECT count(*) FROM sqlite_sequence WHERE name = ?1", table)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return execArgs(db, "INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)", table, seq)
+	}
+	return execArgs(db, "UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1", table, seq)
 }
 
 // describe words a conflict; same is true when the row is already as the

@@ -71,6 +71,7 @@ type Recorder struct {
 	plan    Plan
 	session *rawsqlite.Session
 	nullPK  map[string][]string // written tables whose key allows NULL -> key columns
+	seq     map[string]int64    // copied AUTOINCREMENT tables -> their sqlite_sequence value
 }
 
 // Begin creates the record file at path (which must not exist), copies
@@ -79,7 +80,7 @@ type Recorder struct {
 // It returns *FullCopyNeeded when the statement is one an undo record
 // cannot capture.
 func Begin(db *rawsqlite.Conn, path string, plan Plan) (r *Recorder, err error) {
-	r = &Recorder{db: db, path: path, copied: map[string]string{}, plan: plan, nullPK: map[string][]string{}}
+	r = &Recorder{db: db, path: path, copied: map[string]string{}, plan: plan, nullPK: map[string][]string{}, seq: map[string]int64{}}
 	if r.before, err = readSchema(db); err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func Begin(db *rawsqlite.Conn, path string, plan Plan) (r *Recorder, err error) 
 const recordSchema = `PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
 CREATE TABLE undo_info(format INTEGER, kind TEXT, taken TEXT, statement TEXT, reason TEXT, tables TEXT, rows INTEGER, changeset_bytes INTEGER);
 CREATE TABLE undo_rows(tbl TEXT PRIMARY KEY, inserts INTEGER, updates INTEGER, deletes INTEGER);
-CREATE TABLE undo_schema(seq INTEGER PRIMARY KEY, action TEXT, type TEXT, name TEXT, tbl_name TEXT, sql TEXT, copy TEXT, columns TEXT);
+CREATE TABLE undo_schema(seq INTEGER PRIMARY KEY, action TEXT, type TEXT, name TEXT, tbl_name TEXT, sql TEXT, copy TEXT, columns TEXT, sequence INTEGER);
 CREATE TABLE undo_changeset(seq INTEGER PRIMARY KEY, data BLOB);`
 
 // records is the session's table filter: every table that existed before
@@ -239,6 +240,21 @@ func (r *Recorder) copyTable(t, name string) error {
 	}
 	if len(cols) == 0 {
 		return fmt.Errorf("table %s has no columns to copy", t)
+	}
+	// DROP TABLE forgets an AUTOINCREMENT table's counter; it must not go
+	// back, or ids handed out before would be handed out again.
+	hasSeq, err := scalar(r.db, "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'")
+	if err != nil {
+		return err
+	}
+	if hasSeq > 0 {
+		err := each(r.db, "SELECT seq FROM sqlite_sequence WHERE name = ?1", func(st *rawsqlite.Stmt) error {
+			r.seq[fold(t)] = st.ColumnInt64(0)
+			return nil
+		}, t)
+		if err != nil {
+			return err
+		}
 	}
 	all := cols
 	if rowid != "" {
@@ -420,7 +436,10 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 		tables = append(tables, o.Table)
 	}
 	for _, o := range creates {
-		var copyName, columns any
+		var copyName, columns, seq any
+		if v, ok := r.seq[fold(o.Name)]; ok && o.Type == "table" {
+			seq = v
+		}
 		if o.Type == "table" {
 			copyName = r.copied[fold(o.Name)]
 			cols, err := columnsOf(r.rec, copyName.(string))
@@ -429,7 +448,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 			}
 			columns = strings.Join(cols, "\x1f")
 		}
-		if err := execArgs(r.rec, "INSERT INTO undo_schema(action, type, name, tbl_name, sql, copy, columns) VALUES ('create', ?1, ?2, ?3, ?4, ?5, ?6)", o.Type, o.Name, o.Table, o.SQL, copyName, columns); err != nil {
+		if err := execArgs(r.rec, "INSERT INTO undo_schema(action, type, name, tbl_name, sql, copy, columns, sequence) VALUES ('create', ?1, ?2, ?3, ?4, ?5, ?6, ?7)", o.Type, o.Name, o.Table, o.SQL, copyName, columns, seq); err != nil {
 			return nil, err
 		}
 		tables = append(tables, o.Table)

@@ -85,6 +85,19 @@ func sortStrings(s []string) {
 	}
 }
 
+// sequences reads the AUTOINCREMENT counters.
+func sequences(t *testing.T, c *rawsqlite.Conn) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if err := each(c, "SELECT name, seq FROM sqlite_sequence", func(st *rawsqlite.Stmt) error {
+		out[st.ColumnText(0)] = st.ColumnInt64(1)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // record runs stmt on db as the worker does: the plan from the
 // authorizer, the record begun in the write transaction, the statement,
 // the record finished before the commit.
@@ -180,6 +193,7 @@ func TestRoundTrip(t *testing.T) {
 		{"no declared key update", "UPDATE nokey SET b = x'ff'"},
 		{"generated column", "UPDATE gen SET a = a + 10"},
 		{"drop table with generated column", "DROP TABLE gen"},
+		{"drop autoincrement table", "DROP TABLE audit"},
 		{"replace deletes a row", "REPLACE INTO parent VALUES (2, 'deux')"},
 		{"update changes keys", "UPDATE child SET id = id + 100"},
 		{"update changes a without rowid key", "UPDATE wr SET k = k || k"},
@@ -190,6 +204,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db, dir := openFixture(t, "")
 			before := digest(t, db)
+			seqs := sequences(t, db)
 			path, sum, err := record(t, db, dir, tt.stmt)
 			if err != nil {
 				t.Fatalf("record: %v", err)
@@ -206,6 +221,12 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if got := digest(t, db); got != before {
 				t.Fatalf("after the undo:\n%s\nwant:\n%s", got, before)
+			}
+			// AUTOINCREMENT counters never go back, also through a DROP.
+			for name, seq := range seqs {
+				if now, ok := sequences(t, db)[name]; !ok || now < seq {
+					t.Errorf("sqlite_sequence %s: %d (%v), before %d", name, now, ok, seq)
+				}
 			}
 			if res.Statement != tt.stmt {
 				t.Errorf("record statement %q", res.Statement)
