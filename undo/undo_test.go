@@ -26,7 +26,7 @@ INSERT INTO child VALUES (10, 1, 'a', x'00ff00'), (11, 1, NULL, NULL), (12, 2, '
 INSERT INTO nokey VALUES (1, 'a'), (1, 'a'), (NULL, 2.5), (x'01', NULL);
 INSERT INTO wr VALUES ('x', 1.5, NULL), ('y', NULL, 'n'), ('z', -0.0, 7);
 INSERT INTO gen(a, c) VALUES (1, 'p'), (2, NULL);
-INSERT INTO audit(what) VALUES ('start');
+INSERT INTO audit(what) VALUES ('start'), ('gone'); DELETE FROM audit WHERE what = 'gone';
 CREATE TABLE vgen(a INTEGER, b INTEGER GENERATED ALWAYS AS (a + 1) VIRTUAL);
 INSERT INTO vgen(a) VALUES (1), (2);
 CREATE TABLE odd(rowid TEXT, oid TEXT);
