@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 )
 
 // query runs the agent's one statement under the request's mode.
@@ -132,43 +130,11 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		}
 	}
 	changes, returning, err := ex.runWrite(st, sum)
-	if err != nil && (snap == nil || snap.rec == nil || !outOfMemory(err)) {
-		snap.abort()
-		return nil, err
-	}
 	if snap != nil && snap.rec != nil {
-		if err == nil {
-			err = ex.keepUndo(snap)
-		} else {
-			// The session's copies of the old rows count against the
-			// worker's heap limit: a full copy costs no memory.
-			snap.abort()
-			err = &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
-		}
-		var full *undo.FullCopyNeeded
-		if errors.As(err, &full) {
-			// Found out only once it ran (a definition it rewrote, a
-			// virtual table it created): take a full copy and run again.
-			ex.log.Info("the undo record cannot hold this statement; taking a full copy", "why", full.Reason)
-			// An out-of-memory error may have rolled the transaction
-			// back already.
-			if !ex.conn.Autocommit() {
-				if err := ex.exec("ROLLBACK"); err != nil {
-					return nil, err
-				}
-			}
-			// Reset reports the failed step again; the statement itself
-			// is sound and runs again from the start.
-			_ = st.Reset()
-			if snap, err = ex.fullSnapshot(full.Reason); err != nil {
-				return nil, err
-			}
-			if changes, returning, err = ex.runWrite(st, sum); err != nil {
-				return nil, err
-			}
-		} else if err != nil {
-			return nil, err
-		}
+		snap, changes, returning, err = ex.settleUndo(st, sum, snap, changes, returning, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := ex.exec("COMMIT"); err != nil {
 		if snap != nil && snap.kind == ipc.SnapshotUndo {

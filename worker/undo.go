@@ -160,6 +160,46 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 	return t, nil
 }
 
+// settleUndo follows the statement that ran under an undo record (its
+// outcome in changes, returning and runErr): it keeps the record, or,
+// when the record cannot hold what the statement did (a definition it
+// rewrote, a virtual table it created, more old rows than the heap limit
+// allows), rolls the statement back, takes a full copy and runs it again.
+func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken, changes int64, returning *result, runErr error) (*taken, int64, *result, error) {
+	err := runErr
+	switch {
+	case runErr == nil:
+		err = ex.keepUndo(t)
+	case outOfMemory(runErr):
+		// The session keeps every old row; a full copy needs no memory.
+		err = &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+	}
+	var full *undo.FullCopyNeeded
+	if !errors.As(err, &full) {
+		if err != nil {
+			t.abort()
+		}
+		return t, changes, returning, err
+	}
+	t.abort()
+	ex.log.Info("the undo record cannot hold this statement; taking a full copy", "why", full.Reason)
+	// An out-of-memory error may have rolled the transaction back.
+	if !ex.conn.Autocommit() {
+		if err := ex.exec("ROLLBACK"); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	// Reset reports the failed step again; the statement is sound and
+	// runs again from its start.
+	_ = st.Reset()
+	t, err = ex.fullSnapshot(full.Reason)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	changes, returning, err = ex.runWrite(st, sum)
+	return t, changes, returning, err
+}
+
 // keepUndo finishes the record of the statement that just ran, syncs it
 // and gives it its name, all before the statement commits: a committed
 // change always has its record. A worker killed before the rename leaves
@@ -172,6 +212,9 @@ func (ex *executor) keepUndo(t *taken) error {
 		var full *undo.FullCopyNeeded
 		if errors.As(err, &full) {
 			return err
+		}
+		if code := rawsqlite.ErrorCode(err) & 0xff; code == rawsqlite.ResultInterrupt {
+			return err // the statement's time ran out: TIMEOUT
 		}
 		if outOfMemory(err) {
 			return &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
