@@ -78,8 +78,13 @@ func IsRecord(path string) bool {
 		return false
 	}
 	defer c.Close()
-	n, err := scalar(c, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('undo_info', 'undo_changeset', 'undo_schema')")
-	return err == nil && n == 3
+	n, err := scalar(c, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('undo_info', 'undo_changeset', 'undo_schema', 'undo_rows')")
+	if err != nil || n != 4 {
+		return false
+	}
+	// A database of the agent's own could have tables of these names.
+	k, err := scalar(c, "SELECT count(*) FROM undo_info WHERE kind = ?1", Kind)
+	return err == nil && k == 1
 }
 
 // ReadRecord reads the record's undo_info.

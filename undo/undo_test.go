@@ -342,3 +342,30 @@ func TestFullCopyNeeded(t *testing.T) {
 		})
 	}
 }
+
+// TestIsRecord tells an undo record from a database, also one with tables
+// of the record's names.
+func TestIsRecord(t *testing.T) {
+	db, dir := openFixture(t, "")
+	path, _, err := record(t, db, dir, "DELETE FROM child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookalike := filepath.Join(dir, "lookalike.db")
+	c, err := rawsqlite.Open(lookalike, rawsqlite.ReadWrite|rawsqlite.Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec("CREATE TABLE undo_info(kind); CREATE TABLE undo_changeset(x); CREATE TABLE undo_schema(x); CREATE TABLE undo_rows(x)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{{path, true}, {filepath.Join(dir, "db.sqlite"), false}, {lookalike, false}, {filepath.Join(dir, "missing"), false}} {
+		if got := IsRecord(tt.path); got != tt.want {
+			t.Errorf("IsRecord(%s) = %v", filepath.Base(tt.path), got)
+		}
+	}
+}
