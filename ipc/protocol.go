@@ -117,10 +117,6 @@ const (
 	SnapshotUndo = "undo"
 )
 
-// UndoSuffix ends the name of an undo record, <stem>.<stamp>Z.undo.db; a
-// full copy is <stem>.<stamp>Z.db.
-const UndoSuffix = ".undo.db"
-
 // PartialSuffix ends the name of every snapshot still being written; a
 // file with it is never a complete snapshot.
 const PartialSuffix = ".partial"

@@ -295,3 +295,53 @@ func TestKilledUndoRecordLeavesNothing(t *testing.T) {
 		t.Fatalf("%d rows: the statement ran", n)
 	}
 }
+
+// TestUndoRestoreCommand: `restore` applies undo records: newest first
+// back to the first state, a row changed since refused and named (exit 1,
+// nothing changed), then --force; --everything refuses a record; the
+// memory log keeps growing (a restore event per applied record).
+func TestUndoRestoreCommand(t *testing.T) {
+	t.Parallel()
+	db := undoDB(t)
+	s := start(t, db, "--snapshot-mode", "undo", "--standby-workers", "1")
+	before := agentDigest(t, db)
+	first, _ := destroy(t, s, "DELETE FROM parent WHERE id = 1")
+	second, _ := destroy(t, s, "ALTER TABLE child DROP COLUMN note")
+	s.c.Close()
+
+	if out, code := restoreRun(t, "--db", db, "--everything", second); code == 0 || !strings.Contains(out, "is an undo record") {
+		t.Fatalf("--everything with an undo record: exit %d\n%s", code, out)
+	}
+	out := restoreOK(t, "--db", db, second)
+	if !strings.Contains(out, "ALTER TABLE child DROP COLUMN note") || !strings.Contains(out, "restored: ") {
+		t.Fatalf("restore output:\n%s", out)
+	}
+	restoreOK(t, "--db", db, first)
+	if agentDigest(t, db) != before {
+		t.Fatal("the two records, newest first, did not restore the first state")
+	}
+	if n := strings.TrimSpace(queryText(t, db, "SELECT count(*) FROM memory_events WHERE kind = 'restore'")); n != "2" {
+		t.Fatalf("%s restore events, want 2", n)
+	}
+
+	// A conflict: the row the undo would put back exists again.
+	s = start(t, db, "--snapshot-mode", "undo", "--standby-workers", "1")
+	third, _ := destroy(t, s, "DELETE FROM child WHERE id = 13")
+	s.ok("write_query", q("INSERT INTO child VALUES (13, 3, 'again', NULL)"))
+	s.c.Close()
+	changed := agentDigest(t, db)
+	out, code := restoreRun(t, "--db", db, third)
+	if code == 0 || !strings.Contains(out, "child (id=13): a row with this key exists again: note is 'again', the record has 'c'") || !strings.Contains(out, "--force") {
+		t.Fatalf("conflict: exit %d\n%s", code, out)
+	}
+	if agentDigest(t, db) != changed {
+		t.Fatal("a refused restore changed rows")
+	}
+	out = restoreOK(t, "--db", db, "--force", third)
+	if !strings.Contains(out, "overwritten (--force): child (id=13)") {
+		t.Fatalf("forced restore output:\n%s", out)
+	}
+	if agentDigest(t, db) != before {
+		t.Fatal("the forced restore did not put the row back")
+	}
+}

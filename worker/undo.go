@@ -222,7 +222,7 @@ func (ex *executor) keepUndo(t *taken) error {
 		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()
-	path, err := keepSnapshotAs(t.partial, s, t.started, ipc.UndoSuffix)
+	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, UndoTag, t.started)
 	if err != nil {
 		t.abort()
 		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
