@@ -36,6 +36,8 @@ type Config struct {
 	SnapshotTimeout  time.Duration
 	SnapshotMode     string
 	SnapshotFullMB   int
+	Confirm          string
+	ConfirmTimeout   time.Duration
 	WorkerMemoryMB   int
 	MaxGrowthMB      int
 	MaxWorkers       int
@@ -49,6 +51,14 @@ type Config struct {
 	Sandbox          bool
 	Verbose          bool
 }
+
+// --confirm values (SPEC 5.5).
+const (
+	ConfirmDestructive = "destructive"
+	ConfirmWrites      = "writes"
+	ConfirmRequired    = "required"
+	ConfirmOff         = "off"
+)
 
 // standbyAuto marks --standby-workers left at auto: as many as
 // --max-workers allows, at most maxAutoStandby, so that a burst of four
@@ -135,6 +145,22 @@ func options() []option {
 			return errors.New("must be auto, full or undo")
 		}},
 		intOption("snapshot-full-mb", "MCP_SQLITE_SNAPSHOT_FULL_MB", "64", "with --snapshot-mode auto, databases up to this many MiB get a full copy, larger ones an undo record", 0, 1<<22, func(c *Config, n int) { c.SnapshotFullMB = n }),
+		{flag: "confirm", env: []string{"MCP_SQLITE_CONFIRM"}, def: ConfirmDestructive, help: "ask the person (MCP elicitation) before: destructive (destructive_query), writes (also overwriting write_query statements and create_view replace=true), required (as destructive, and refuse destructive_query for clients that cannot ask), off", apply: func(c *Config, v string) error {
+			switch v = strings.ToLower(strings.TrimSpace(v)); v {
+			case ConfirmDestructive, ConfirmWrites, ConfirmRequired, ConfirmOff:
+				c.Confirm = v
+				return nil
+			}
+			return errors.New("must be destructive, writes, required or off")
+		}},
+		{flag: "confirm-timeout", env: []string{"MCP_SQLITE_CONFIRM_TIMEOUT"}, def: "120", help: "seconds the person has to answer a confirmation; no answer declines", apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0.1 || f > 86400 || math.IsNaN(f) {
+				return errors.New("must be a number of seconds from 0.1 to 86400")
+			}
+			c.ConfirmTimeout = time.Duration(f * float64(time.Second))
+			return nil
+		}},
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
 		intOption("max-growth-mb", "MCP_SQLITE_MAX_GROWTH_MB", "512", "MiB one statement may add to the database", 1, 1<<22, func(c *Config, n int) { c.MaxGrowthMB = n }),
 		intOption("max-workers", "MCP_SQLITE_MAX_WORKERS", "4", "worker processes alive at once: running a statement, standing by or starting", 1, 256, func(c *Config, n int) { c.MaxWorkers = n }),

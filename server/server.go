@@ -61,6 +61,11 @@ type Server struct {
 	mu       sync.Mutex
 	closing  bool
 	inflight sync.WaitGroup
+
+	// confirms are the questions handed to 2026-07-28 clients (confirm.go);
+	// cantAskOnce logs once that the client cannot ask the person.
+	confirms    pendingConfirms
+	cantAskOnce sync.Once
 }
 
 // New opens (and in the memory profile bootstraps) the database, starts the
@@ -225,6 +230,7 @@ func (s *Server) Close() {
 	s.closing = true
 	s.mu.Unlock()
 	s.inflight.Wait()
+	s.confirms.closeAll()
 	if s.spawner != nil {
 		s.spawner.Close()
 	}
@@ -254,15 +260,20 @@ type call struct {
 	detail map[string]any
 	// progress is the call's progress reporter, nil without a token.
 	progress *progress
+	// roundTrip is a 2026-07-28 client's answer to a question this server
+	// asked (confirm.go); empty otherwise.
+	roundTrip mcp.MultiRoundTripParams
 }
 
 func (c *call) setQuery(q string) { c.query = sql.NullString{String: q, Valid: true} }
 func (c *call) setRows(n int64)   { c.rows = sql.NullInt64{Int64: n, Valid: true} }
 
-// outcome is a tool's answer: text, and for JSON tools the document.
+// outcome is a tool's answer: text, and for JSON tools the document; raw
+// is a result sent as it is (an input_required question).
 type outcome struct {
 	text string
 	json json.RawMessage
+	raw  *mcp.CallToolResult
 }
 
 type toolFunc func(ctx context.Context, c *call, a args) (outcome, error)
@@ -293,6 +304,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		defer cancel()
 		defer context.AfterFunc(s.shutdown, cancel)()
 		c.ctx = ctx
+		c.roundTrip = req.Params.MultiRoundTripParams
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			c.progress = s.startProgress(ctx, stdio, req.Params.Meta.ProgressToken, tool, start)
 		}
@@ -308,6 +320,9 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			return noResponse(stdio, reason), nil
 		}
 		s.audit(tool, start, c, err)
+		if err == nil && out.raw != nil {
+			return out.raw, nil
+		}
 		return s.result(stdio, out, err, jsonTool), nil
 	}
 }

@@ -42,6 +42,8 @@ type executor struct {
 	clock    *time.Timer
 	// progress writes progress frames for the front.
 	progress *reporter
+	// dry watches a dry run (previewQuery); nil otherwise.
+	dry *dryRun
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
@@ -206,7 +208,11 @@ func (ex *executor) setup() error {
 		if ex.compiling && ex.mode == policy.Destructive {
 			ex.actions = append(ex.actions, r)
 		}
-		return ex.auth.Authorize(policyCall(r))
+		rc := ex.auth.Authorize(policyCall(r))
+		if ex.dry != nil && rc == rawsqlite.AuthOK {
+			ex.dry.authorized(r)
+		}
+		return rc
 	}); err != nil {
 		return err
 	}
@@ -272,8 +278,14 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 	ex.auth.Reset()
 	ex.actions = nil
 	ex.agentPhase, ex.compiling = true, true
+	if ex.dry != nil {
+		ex.dry.compiling = true
+	}
 	st, tail, err := ex.conn.Prepare(sql)
 	ex.agentPhase, ex.compiling = false, false
+	if ex.dry != nil {
+		ex.dry.compiling = false
+	}
 	if err != nil {
 		return nil, "", ex.classify(err)
 	}

@@ -63,23 +63,9 @@ func (ex *executor) beforeDestructive() (*taken, error) {
 	if s == nil || s.Keep <= 0 {
 		return nil, nil
 	}
-	why := "--snapshot-mode full"
-	wantUndo := false
-	switch s.Mode {
-	case ipc.SnapshotUndo:
-		wantUndo, why = true, "--snapshot-mode undo"
-	case ipc.SnapshotAuto:
-		size, err := ex.databaseBytes()
-		if err != nil {
-			return nil, err
-		}
-		limit := int64(s.FullMB) << 20
-		wantUndo = size > limit
-		if wantUndo {
-			why = fmt.Sprintf("the database (%d MiB) is larger than --snapshot-full-mb=%d", size>>20, s.FullMB)
-		} else {
-			why = fmt.Sprintf("the database (%d MiB) is at most --snapshot-full-mb=%d", size>>20, s.FullMB)
-		}
+	wantUndo, why, err := ex.undoWanted()
+	if err != nil {
+		return nil, err
 	}
 	if wantUndo {
 		t, err := ex.beginUndo(why)
@@ -90,6 +76,26 @@ func (ex *executor) beforeDestructive() (*taken, error) {
 		why = full.Reason
 	}
 	return ex.fullSnapshot(why)
+}
+
+// undoWanted applies --snapshot-mode (and --snapshot-full-mb) to this
+// database: whether its snapshot is to be an undo record, and why.
+func (ex *executor) undoWanted() (bool, string, error) {
+	s := ex.req.Snapshot
+	switch s.Mode {
+	case ipc.SnapshotUndo:
+		return true, "--snapshot-mode undo", nil
+	case ipc.SnapshotAuto:
+		size, err := ex.databaseBytes()
+		if err != nil {
+			return false, "", err
+		}
+		if size > int64(s.FullMB)<<20 {
+			return true, fmt.Sprintf("the database (%d MiB) is larger than --snapshot-full-mb=%d", size>>20, s.FullMB), nil
+		}
+		return false, fmt.Sprintf("the database (%d MiB) is at most --snapshot-full-mb=%d", size>>20, s.FullMB), nil
+	}
+	return false, "--snapshot-mode full", nil
 }
 
 // fullSnapshot copies the whole database (see snapshot).
@@ -161,11 +167,11 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 }
 
 // settleUndo follows the statement that ran under an undo record (its
-// outcome in changes, returning and runErr): it keeps the record, or,
+// outcome in returning, changes and runErr): it keeps the record, or,
 // when the record cannot hold what the statement did (a definition it
 // rewrote, a virtual table it created, more old rows than the heap limit
 // allows), rolls the statement back, takes a full copy and runs it again.
-func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken, changes int64, returning *result, runErr error) (*taken, int64, *result, error) {
+func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken, returning *result, changes int64, runErr error) (*taken, *result, int64, error) {
 	err := runErr
 	switch {
 	case runErr == nil:
@@ -179,14 +185,14 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 		if err != nil {
 			t.abort()
 		}
-		return t, changes, returning, err
+		return t, returning, changes, err
 	}
 	t.abort()
 	ex.log.Info("the undo record cannot hold this statement; taking a full copy", "why", full.Reason)
 	// An out-of-memory error may have rolled the transaction back.
 	if !ex.conn.Autocommit() {
 		if err := ex.exec("ROLLBACK"); err != nil {
-			return nil, 0, nil, err
+			return nil, nil, 0, err
 		}
 	}
 	// Reset reports the failed step again; the statement is sound and
@@ -194,10 +200,10 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 	_ = st.Reset()
 	t, err = ex.fullSnapshot(full.Reason)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, nil, 0, err
 	}
-	changes, returning, err = ex.runWrite(st, sum)
-	return t, changes, returning, err
+	returning, changes, err = ex.apply(st, sum)
+	return t, returning, changes, err
 }
 
 // keepUndo finishes the record of the statement that just ran, syncs it
