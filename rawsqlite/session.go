@@ -20,7 +20,9 @@ import (
 // never sees virtual tables, and leaves out rows whose PRIMARY KEY holds
 // a NULL: callers must not rely on a session for those. Statements
 // prepared before NewSession are expired, so that they compile again with
-// the session's hooks before their next step.
+// the session's hooks before their next step. A session takes the
+// connection's preupdate hook: do not use [Conn.SetPreUpdateHook] on a
+// connection while a session records on it.
 type Session struct {
 	c  *Conn
 	p  uintptr
