@@ -299,6 +299,8 @@ Usage:
   mcp-sqlite-memory sample-db PATH               write the sample shop database
   mcp-sqlite-memory call --db PATH TOOL 'JSON'   run one tool call through the real path
   mcp-sqlite-memory verify --db PATH             check the memory chain offline (exit 1 if broken)
+  mcp-sqlite-memory export --db PATH [--out F]   write the memory as JSON Lines (verify --jsonl F checks it)
+  mcp-sqlite-memory import --db NEW FILE         build a new memory from an export, verifying it
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)

@@ -159,9 +159,10 @@ func (s *Server) registerMemory() {
 	), s.handle("checkpoint", false, s.checkpoint))
 
 	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
-		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events."),
+		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."),
 		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
 		mcp.WithAny("exclude_kinds", stringOrStrings(), mcp.DefaultString(""), mcp.Description("event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\"")),
+		mcp.WithString("query", mcp.Description(`words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`)),
 	), s.handle("get_resume_context", false, s.resumeContext))
 
 	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
@@ -381,7 +382,7 @@ func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, erro
 }
 
 func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("max_events", "exclude_kinds"); err != nil {
+	if err := a.only("max_events", "exclude_kinds", "query"); err != nil {
 		return outcome{}, err
 	}
 	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, maxResumeEvents, "")
@@ -392,9 +393,16 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err != nil {
 		return outcome{}, err
 	}
+	query, err := a.str("query", false, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	if query != "" {
+		c.setQuery(query)
+	}
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
-		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars,
+		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
 	})
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -403,6 +411,9 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	c.detail["max_events"], c.detail["chain_ok"] = maxEvents, r.Chain.OK
 	if len(r.Excluded) > 0 {
 		c.detail["exclude_kinds"] = r.Excluded
+	}
+	if query != "" {
+		c.detail["recall_matched"], c.detail["recalled"] = r.Matched, r.Recalled
 	}
 	return outcome{text: r.Text}, nil
 }
@@ -414,6 +425,8 @@ func memoryError(err error) error {
 		return invalid("content must not be empty (white space alone is empty)")
 	case errors.Is(err, memory.ErrEmptySummary):
 		return invalid("summary must not be empty")
+	case errors.Is(err, memory.ErrEmptyQuery):
+		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {
