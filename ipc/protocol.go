@@ -106,7 +106,20 @@ type Snapshot struct {
 	// complete (then it is renamed); the front names it so that it can
 	// remove what a killed worker left. Empty: the worker picks one.
 	Partial string `json:"partial,omitempty"`
+	// Mode is SnapshotFull (also when empty), SnapshotUndo, or
+	// SnapshotAuto: an undo record when the database is larger than
+	// FullMB MiB, else a full copy (SPEC 5.6).
+	Mode   string `json:"mode,omitempty"`
+	FullMB int    `json:"full_mb,omitempty"`
+	// Reason is the agent's reason, kept in an undo record.
+	Reason string `json:"reason,omitempty"`
 }
+
+// Snapshot modes (--snapshot-mode).
+const (
+	SnapshotAuto = "auto"
+	SnapshotUndo = "undo" // an undo record; SnapshotFull (preview.go) a copy
+)
 
 // PartialSuffix ends the name of every snapshot still being written; a
 // file with it is never a complete snapshot.
@@ -443,7 +456,7 @@ func checkRequestSize(req *Request) error {
 		}
 	}
 	if s := req.Snapshot; s != nil {
-		n += len(s.Dir) + len(s.Stem) + len(s.Partial)
+		n += len(s.Dir) + len(s.Stem) + len(s.Partial) + len(s.Mode) + len(s.Reason)
 	}
 	if 6*n+(64<<10) < MaxRequestBytes {
 		return nil

@@ -398,6 +398,8 @@ func confirmMessage(tool string, req *ipc.Request, reason string, p *ipc.Preview
 	switch {
 	case req.Snapshot == nil:
 		b.WriteString(" No snapshot is taken.")
+	case p != nil && p.Snapshot != nil && p.Snapshot.Kind == ipc.SnapshotUndo:
+		fmt.Fprintf(&b, " An undo record of the rows and objects it changes is taken first (the database is %s).", sizeText(p.Snapshot.Bytes))
 	case p != nil && p.Snapshot != nil:
 		fmt.Fprintf(&b, " A %s snapshot is taken first.", sizeText(p.Snapshot.Bytes))
 	default:

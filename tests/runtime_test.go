@@ -480,7 +480,8 @@ func rowCount(t *testing.T, db string) int {
 func TestSnapshotHoldsACommitDuringTheCopy(t *testing.T) {
 	t.Parallel()
 	db := bigDB(t)
-	s := start(t, db, "--query-timeout", "30")
+	// A full copy: auto would make an undo record of this 120 MB database.
+	s := start(t, db, "--query-timeout", "30", "--snapshot-mode", "full")
 	// On a loaded machine the INSERT may come too late, after the copy and
 	// the statement: then the DELETE finds no row and says nothing about
 	// the snapshot, and the test tries again with another row.
@@ -563,9 +564,11 @@ func TestStoppedSnapshotLeavesNothing(t *testing.T) {
 	t.Parallel()
 	db := bigDB(t)
 	del := map[string]any{"query": "DELETE FROM t WHERE id < 10", "reason": "test"}
+	// destructive_query's subtests need a full copy (auto would make an
+	// undo record of this 120 MB database).
 
 	t.Run("snapshot budget", func(t *testing.T) {
-		s := start(t, db, "--snapshot-timeout", "0.1", "--query-timeout", "30")
+		s := start(t, db, "--snapshot-timeout", "0.1", "--query-timeout", "30", "--snapshot-mode", "full")
 		text := s.fails("destructive_query", del, "TIMEOUT")
 		if !strings.Contains(text, "snapshot was not complete") {
 			t.Fatalf("got %q", text)
@@ -580,7 +583,7 @@ func TestStoppedSnapshotLeavesNothing(t *testing.T) {
 	})
 
 	t.Run("cancelled mid-copy", func(t *testing.T) {
-		s := start(t, db, "--standby-workers", "0", "--query-timeout", "30")
+		s := start(t, db, "--standby-workers", "0", "--query-timeout", "30", "--snapshot-mode", "full")
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() {

@@ -31,6 +31,10 @@ type executor struct {
 	// COMMIT, catalogue reads) are built here and need no policing, and the
 	// policy forbids transaction control.
 	agentPhase bool
+	// actions collects what the agent's statement asks the authorizer
+	// while it compiles (destructive mode only): the undo record's plan.
+	actions   []rawsqlite.AuthRequest
+	compiling bool
 	// timedOut is set when the request's time is up; clock sets it (nil
 	// when the request has no timeout). A snapshot stops the clock and
 	// starts it again when it is complete.
@@ -209,6 +213,9 @@ func (ex *executor) setup() error {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
+		if ex.compiling && ex.mode == policy.Destructive {
+			ex.actions = append(ex.actions, r)
+		}
 		rc := ex.auth.Authorize(policyCall(r))
 		if ex.dry != nil && rc == rawsqlite.AuthOK {
 			ex.dry.authorized(r)
@@ -277,12 +284,13 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 		sql += "\n"
 	}
 	ex.auth.Reset()
-	ex.agentPhase = true
+	ex.actions = nil
+	ex.agentPhase, ex.compiling = true, true
 	if ex.dry != nil {
 		ex.dry.compiling = true
 	}
 	st, tail, err := ex.conn.Prepare(sql)
-	ex.agentPhase = false
+	ex.agentPhase, ex.compiling = false, false
 	if ex.dry != nil {
 		ex.dry.compiling = false
 	}

@@ -168,6 +168,18 @@ func TestPreviewSnapshotSize(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the dry run touched the snapshot folder: %v", err)
 	}
+	// An undo record (--snapshot-mode undo, or auto above --snapshot-full-mb).
+	for _, mode := range []struct {
+		mode   string
+		fullMB int
+		kind   string
+	}{{ipc.SnapshotUndo, 64, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 0, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 64, ipc.SnapshotFull}} {
+		req.Snapshot.Mode, req.Snapshot.FullMB = mode.mode, mode.fullMB
+		if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot == nil || resp.Preview.Snapshot.Kind != mode.kind {
+			t.Errorf("mode %s, full_mb %d: %+v, want kind %s", mode.mode, mode.fullMB, resp.Preview, mode.kind)
+		}
+	}
+	req.Snapshot.Mode = ""
 	// Snapshots disabled: no plan.
 	req.Snapshot.Keep = 0
 	if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot != nil {

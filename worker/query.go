@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"unsafe"
 
@@ -125,17 +126,20 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 }
 
 // write runs a writing statement in its own transaction, with the UPDATE
-// rowcount guard in write mode.
+// rowcount guard in write mode. A destructive statement is preceded by
+// its snapshot (a full copy, or an undo record made while it runs).
 func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
-	var detail map[string]any
-	if ex.mode == policy.Destructive {
-		path, err := ex.snapshot()
-		if err != nil {
-			return nil, err
+	committed := false
+	defer func() {
+		if !committed && !ex.conn.Autocommit() {
+			_ = ex.exec("ROLLBACK")
 		}
-		detail = map[string]any{"snapshot": path}
-		if ex.detail["snapshot_copied_again"] == true {
-			detail["snapshot_copied_again"] = true
+	}()
+	var snap *taken
+	if ex.mode == policy.Destructive {
+		var err error
+		if snap, err = ex.beforeDestructive(); err != nil {
+			return nil, err
 		}
 	}
 	// A snapshot leaves the write transaction begun: the statement starts
@@ -145,21 +149,32 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
 	returning, changes, err := ex.apply(st, sum)
+	if snap != nil && snap.rec != nil {
+		snap, returning, changes, err = ex.settleUndo(st, sum, snap, returning, changes, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := ex.exec("COMMIT"); err != nil {
+		if snap != nil && snap.kind == ipc.SnapshotUndo {
+			// The record of a change that did not happen would only
+			// confuse: restoring it would find nothing to do.
+			_ = os.Remove(snap.path)
+		}
 		return nil, err
 	}
 	committed = true
+	var detail map[string]any
+	if ex.mode == policy.Destructive {
+		detail = snap.detail()
+	}
 	return ex.written(sum, changes, returning, detail), nil
+}
+
+// outOfMemory reports SQLite's out-of-memory error (the heap limit).
+func outOfMemory(err error) bool {
+	return rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNoMem
 }
 
 // apply steps a writing statement to its end inside the open transaction

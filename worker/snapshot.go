@@ -249,9 +249,13 @@ func plainName(name string) bool {
 // snapshot is a full copy like any other and counts toward retention.
 const PreRestoreTag = ".pre-restore"
 
+// UndoTag marks an undo record's name: <stem>.<stamp>Z.undo.db (package
+// undo; SPEC 5.6). It counts toward retention like a full copy.
+const UndoTag = ".undo"
+
 // snapshotTags are the name parts a snapshot may carry between its stamp
 // and ".db" ("" for destructive_query's and the snapshot tool's).
-var snapshotTags = []string{"", PreRestoreTag}
+var snapshotTags = []string{"", PreRestoreTag, UndoTag}
 
 // FullSnapshot copies the database of src with SQLite's online backup API
 // into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or PreRestoreTag) under a
@@ -302,8 +306,9 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(dir, stem+"."+taken.UTC().Format(stampLayout)+"Z"+tag+".db")
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		base := filepath.Join(dir, stem+"."+taken.UTC().Format(stampLayout)+"Z")
+		path := base + tag + ".db"
+		if nameFree(base) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
@@ -315,7 +320,20 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	return "", errors.New("no free snapshot name")
 }
 
-// rotate removes all but the newest keep complete snapshots of stem.
+// nameFree reports whether no snapshot of any tag has the name base
+// (<dir>/<stem>.<stamp>Z) begins: snapshots of all kinds share one
+// history, one snapshot per stamp.
+func nameFree(base string) bool {
+	for _, tag := range snapshotTags {
+		if _, err := os.Lstat(base + tag + ".db"); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+// rotate removes all but the newest keep complete snapshots of stem, full
+// copies and undo records together.
 // Partial files are not snapshots and do not count; neither does a
 // snapshot with a journal beside it (an incomplete one from a version that
 // wrote snapshots in place), which SnapshotLeftovers reports.
