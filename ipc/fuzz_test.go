@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"reflect"
 	"testing"
 )
@@ -23,7 +24,7 @@ func FuzzReadRequest(f *testing.F) {
 			if req != nil {
 				t.Fatalf("error %v with a request", err)
 			}
-			if Code(err) != CodeInvalidArgument {
+			if errcode.Of(err) != errcode.InvalidArgument {
 				t.Fatalf("decoder error without INVALID_ARGUMENT: %v", err)
 			}
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"os"
 	"os/exec"
@@ -221,7 +222,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 		if s.closed {
 			s.calls--
 			s.mu.Unlock()
-			return nil, NewError(CodeWorkerFailed, "the server is shutting down; the call was not run")
+			return nil, errcode.New(errcode.WorkerFailed, "the server is shutting down; the call was not run")
 		}
 		if p := s.popStandby(); p != nil {
 			none := s.noneReady()
@@ -249,7 +250,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 			if err != nil {
 				s.released()
 				s.callDone()
-				return nil, NewError(CodeWorkerFailed, "could not start a worker process: "+err.Error())
+				return nil, errcode.New(errcode.WorkerFailed, "could not start a worker process: "+err.Error())
 			}
 			s.log.Debug("call started its own worker: no standby left", "pid", p.pid())
 			return p, nil
@@ -261,7 +262,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 		case <-changed:
 		case <-ctx.Done():
 			s.callDone()
-			return nil, NewError(CodeCancelled, "the call was cancelled before it ran")
+			return nil, errcode.New(errcode.Cancelled, "the call was cancelled before it ran")
 		}
 		s.mu.Lock()
 	}
@@ -605,9 +606,9 @@ func (p *process) awaitStart(ctx context.Context) error {
 	case <-p.readyCh:
 		return nil
 	case <-ctx.Done():
-		return NewError(CodeCancelled, "the call was cancelled before it ran")
+		return errcode.New(errcode.Cancelled, "the call was cancelled before it ran")
 	case <-timer.C:
-		return NewError(CodeWorkerFailed, fmt.Sprintf("the worker did not start within %s; the call was not run, try again", ReadyWait))
+		return errcode.New(errcode.WorkerFailed, fmt.Sprintf("the worker did not start within %s; the call was not run, try again", ReadyWait))
 	}
 }
 
@@ -774,19 +775,19 @@ wait:
 
 	switch {
 	case killed == "timeout" && phase == PhaseSnapshot:
-		return Failure(NewError(CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s (worker killed); nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout, or free disk bandwidth", seconds(budget))))
+		return Failure(errcode.SnapshotTimeout(budget, true))
 	case killed == "timeout":
-		return Failure(NewError(CodeTimeout, fmt.Sprintf("query stopped after %s (worker killed); narrow the query, add a LIMIT, or raise --query-timeout", seconds(budget))))
+		return Failure(errcode.QueryTimeout(budget, "worker killed"))
 	case killed == "cancelled":
-		return Failure(NewError(CodeCancelled, "the call was cancelled; its worker was stopped and nothing it did was kept"))
+		return Failure(errcode.New(errcode.Cancelled, "the call was cancelled; its worker was stopped and nothing it did was kept"))
 	}
 	if p.relay.sawOutOfMemory() {
-		return Failure(NewError(CodeResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))
+		return Failure(errcode.New(errcode.ResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))
 	}
 	if errors.Is(res.err, errEmptyFrame) {
-		return Failure(NewError(CodeWorkerFailed, "the worker exited without an answer ("+exitText(waitErr)+"); the statement may be malformed in a way the worker could not report, try again or simplify it"))
+		return Failure(errcode.New(errcode.WorkerFailed, "the worker exited without an answer ("+exitText(waitErr)+"); the statement may be malformed in a way the worker could not report, try again or simplify it"))
 	}
-	return Failure(NewError(CodeWorkerFailed, "the worker sent an unreadable answer ("+res.err.Error()+"; "+exitText(waitErr)+")"))
+	return Failure(errcode.New(errcode.WorkerFailed, "the worker sent an unreadable answer ("+res.err.Error()+"; "+exitText(waitErr)+")"))
 }
 
 func exitText(err error) string {
@@ -798,11 +799,4 @@ func exitText(err error) string {
 		return strings.TrimPrefix(ee.Error(), "exit ")
 	}
 	return err.Error()
-}
-
-func seconds(d time.Duration) string {
-	if d%time.Second == 0 {
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	}
-	return d.String()
 }

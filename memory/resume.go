@@ -65,7 +65,8 @@ type Resume struct {
 // when the checkpoint is no longer anchored; ", showing ..." only when
 // events were left out by MaxEvents; the CSV only when there are events.
 // The chain is verified on every call.
-func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, error) {
+func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume, err error) {
+	defer func() { err = markBusy(err) }()
 	if opt.MaxEvents < 1 {
 		opt.MaxEvents = DefaultMaxEvents
 	}
@@ -75,7 +76,6 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, e
 			r.Excluded = append(r.Excluded, k)
 		}
 	}
-	var err error
 	if r.Chain, err = s.Verify(ctx); err != nil {
 		return Resume{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ func buildTemplate(path string, stmts []string) error {
 
 // outcome is what happened to one statement on one fresh database.
 type outcome struct {
-	violation   *Violation
+	violation   *errcode.Error
 	err         error // from prepare or run
 	summary     Summary
 	fileChanged bool

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
 )
 
@@ -18,7 +19,7 @@ func IsReplicationTable(name string) bool {
 }
 
 // replication refuses a write or schema change of a Litestream table.
-func (a *Authorizer) replication(what, table, trigger string) *Violation {
+func (a *Authorizer) replication(what, table, trigger string) *errcode.Error {
 	msg := fmt.Sprintf("%s on %s is not allowed in any tool: Litestream, which replicates this database, keeps its state there", what, table)
 	if trigger != "" {
 		msg += fmt.Sprintf(" (trigger %s writes to it)", trigger)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
 	"testing"
 )
@@ -318,7 +319,7 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-var codes = map[string]string{ro: CodeReadOnly, pv: CodePolicy, pt: CodeProtected}
+var codes = map[string]errcode.Code{ro: errcode.ReadOnly, pv: errcode.Policy, pt: errcode.Protected}
 
 // checkCase runs sql in mode and compares the outcome with want.
 func checkCase(t *testing.T, template string, m Mode, opts Options, sql, want, check string) {
@@ -464,7 +465,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	}
 	a.Authorize(Call{Action: ActionAttach, Arg1: "x.db"})
 	v := a.Violation()
-	if v == nil || v.Code != CodeReadOnly || !strings.Contains(v.Message, "DELETE (in trigger tr)") {
+	if v == nil || v.Code != errcode.ReadOnly || !strings.Contains(v.Message, "DELETE (in trigger tr)") {
 		t.Fatalf("first violation = %v, want the DELETE", v)
 	}
 	if s := a.Summary(); !s.Inserts || s.Deletes {
@@ -474,7 +475,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	if a.Violation() != nil || a.Summary() != (Summary{}) || len(a.InsertTargets()) != 0 {
 		t.Fatal("Reset kept state")
 	}
-	if got := a.Authorize(Call{Action: 99}); got != Deny || a.Violation().Code != CodePolicy {
+	if got := a.Authorize(Call{Action: 99}); got != Deny || a.Violation().Code != errcode.Policy {
 		t.Fatalf("unknown action = %d, %v", got, a.Violation())
 	}
 
@@ -483,7 +484,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "user_version", Arg2Null: true}); got != OK {
 		t.Fatalf("PRAGMA user_version = %d, %v", got, p.Violation())
 	}
-	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "query_only"}); got != Deny || p.Violation().Code != CodePolicy ||
+	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "query_only"}); got != Deny || p.Violation().Code != errcode.Policy ||
 		!strings.Contains(p.Violation().Message, "PRAGMA query_only = '' is not allowed in any tool") {
 		t.Fatalf("PRAGMA query_only = '' = %d, %v", got, p.Violation())
 	}
@@ -545,12 +546,12 @@ func TestAuthorizeDirect(t *testing.T) {
 
 	s := New(Select, Options{})
 	s.Authorize(Call{Action: ActionAttach})
-	if v := s.Violation(); v == nil || v.Code != CodeReadOnly {
+	if v := s.Violation(); v == nil || v.Code != errcode.ReadOnly {
 		t.Fatalf("Select mode policy refusal = %v, want READ_ONLY_VIOLATION", v)
 	}
 	s = New(Select, Options{})
 	s.Authorize(Call{Action: ActionInsert, Arg1: "memory_events", DB: "main", Arg2Null: true})
-	if v := s.Violation(); v == nil || v.Code != CodeReadOnly {
+	if v := s.Violation(); v == nil || v.Code != errcode.ReadOnly {
 		t.Fatalf("Select mode protected refusal = %v, want READ_ONLY_VIOLATION", v)
 	}
 }
@@ -614,12 +615,12 @@ func TestIsProtected(t *testing.T) {
 }
 
 func TestViolationError(t *testing.T) {
-	var err error = &Violation{Code: CodePolicy, Message: "ATTACH is not allowed in any tool"}
+	var err error = &errcode.Error{Code: errcode.Policy, Message: "ATTACH is not allowed in any tool"}
 	if err.Error() != "POLICY_VIOLATION: ATTACH is not allowed in any tool" {
 		t.Fatalf("Error() = %q", err.Error())
 	}
-	var v *Violation
-	if !errors.As(err, &v) || v.Code != CodePolicy {
+	var v *errcode.Error
+	if !errors.As(err, &v) || v.Code != errcode.Policy {
 		t.Fatal("errors.As failed")
 	}
 }

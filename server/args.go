@@ -2,11 +2,10 @@ package server
 
 import (
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"math"
 	"sort"
 	"strings"
-
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
 // args reads one call's arguments strictly: wrong types, empty required
@@ -18,7 +17,7 @@ type args struct {
 }
 
 func invalid(format string, a ...any) error {
-	return ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf(format, a...))
+	return errcode.New(errcode.InvalidArgument, fmt.Sprintf(format, a...))
 }
 
 // only refuses argument names the tool does not take, which are usually

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -377,11 +377,10 @@ func memoryError(err error) error {
 	case errors.Is(err, memory.ErrEmptySummary):
 		return invalid("summary must not be empty")
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the database is busy; retry the call")
+	if errors.Is(err, memory.ErrBusy) {
+		return errcode.New(errcode.DatabaseUnavailable, "the database is busy; retry the call")
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the memory tables could not be read or written: "+msg)
+	return errcode.New(errcode.DatabaseUnavailable, "the memory tables could not be read or written: "+err.Error())
 }
 
 func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error) {

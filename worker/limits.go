@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -45,7 +46,7 @@ func applyStandbyLimits(log hclog.Logger) error {
 // without a front (a standalone worker).
 func applyLimits(req *ipc.Request, log hclog.Logger) error {
 	fail := func(err error) error {
-		return ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+err.Error())
+		return errcode.New(errcode.WorkerFailed, "could not limit the worker: "+err.Error())
 	}
 	if !limited.process {
 		if err := applyProcessLimits(log); err != nil {
@@ -61,7 +62,7 @@ func applyLimits(req *ipc.Request, log hclog.Logger) error {
 			return fail(err)
 		}
 	case limited.memoryMB > 0 && mb > limited.memoryMB:
-		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; front and worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
+		return errcode.New(errcode.WorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; front and worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
 	default:
 		if err := applyMemoryLimit(mb, log); err != nil {
 			return fail(err)

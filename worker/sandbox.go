@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"path/filepath"
 
@@ -55,11 +56,11 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		// The re-executed process reads the request again from stdin.
 		var frame bytes.Buffer
 		if err := ipc.WriteFrame(&frame, req); err != nil {
-			return ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())
+			return errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 		}
 		next, err := sandbox.Confine(a, sandbox.Options{Stdin: frame.Bytes(), Env: []string{a.Env()}}, log)
 		if err != nil {
-			return ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())
+			return errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 		}
 		if next.Report.Missing != "" {
 			log.Warn(next.Report.Missing + "; the worker runs with no_new_privs and resource limits only")
@@ -73,7 +74,7 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		return nil
 	}
 	if err := st.Allowance.Permits(req.DB, req.ReadOnlyFile, snapDir); err != nil {
-		return ipc.NewError(ipc.CodeWorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; front and worker must be started for the same database")
+		return errcode.New(errcode.WorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; front and worker must be started for the same database")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func TestAdmit(t *testing.T) {
 			if (err == nil) != c.ok {
 				t.Fatalf("admit = %v, want ok=%v", err, c.ok)
 			}
-			if err != nil && (ipc.Code(err) != ipc.CodeWorkerFailed || !strings.Contains(err.Error(), "outside this worker's sandbox")) {
+			if err != nil && (errcode.Of(err) != errcode.WorkerFailed || !strings.Contains(err.Error(), "outside this worker's sandbox")) {
 				t.Fatalf("refusal: %v", err)
 			}
 		})

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"path/filepath"
 	"sort"
@@ -69,7 +70,7 @@ func (ex *executor) snapshot() (string, error) {
 		return "", &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
+		return "", errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
 	}
 	budget := time.Duration(s.TimeoutMS) * time.Millisecond
 	if budget <= 0 {
@@ -102,7 +103,7 @@ func (ex *executor) snapshot() (string, error) {
 	path, err := keepSnapshot(tmp, s, started)
 	if err != nil {
 		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
 	}
 
 	afterCopyHook()
@@ -151,7 +152,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 	path, err := keepSnapshot(tmp, s, time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
 	}
 	return path, nil
 }
@@ -173,22 +174,22 @@ func (ex *executor) copyTo(src *rawsqlite.Conn, tmp string, started time.Time, b
 	case err == nil:
 		return nil
 	case expired:
-		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
+		return errcode.SnapshotTimeout(budget, false)
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
+	return errcode.New(errcode.DatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
 }
 
 // partialName is the request's partial file name, checked to be a plain
 // name in the snapshot folder, or one made up for a hand-written request.
 func partialName(s *ipc.Snapshot) (string, error) {
 	if !plainName(s.Stem) {
-		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
 	}
 	if s.Partial == "" {
 		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ipc.PartialSuffix, nil
 	}
 	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, ipc.PartialSuffix) {
-		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
 	}
 	return s.Partial, nil
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ func TestSnapshot(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "snaps")
 		// 1 ms: the deadline passes during the first 4 MiB step.
 		resp := execute(destructive(db, dir, 2, 1), log)
-		if resp.OK || resp.Code != ipc.CodeTimeout || !strings.Contains(resp.Message, "snapshot was not complete") {
+		if resp.OK || resp.Code != errcode.Timeout || !strings.Contains(resp.Message, "snapshot was not complete") {
 			t.Fatalf("got %+v", resp)
 		}
 		if names := dirNames(t, dir); len(names) != 0 {
@@ -218,7 +219,7 @@ func TestSnapshot(t *testing.T) {
 			{Stem: "../w"},
 			{Stem: ".."},
 		} {
-			if _, err := partialName(&s); ipc.Code(err) != ipc.CodeInvalidArgument {
+			if _, err := partialName(&s); errcode.Of(err) != errcode.InvalidArgument {
 				t.Errorf("%+v: got %v", s, err)
 			}
 		}

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"os"
 	"runtime/debug"
@@ -32,7 +33,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	})
 	if err := startSandbox(log); err != nil {
 		// Refuse to run unconfined when confinement was asked for.
-		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
+		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
 	// A limit that cannot be set fails the request, not the standby: the
@@ -47,7 +48,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		err = admit(req, log)
 	}
 	if err == nil && standbyErr != nil {
-		err = ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+standbyErr.Error())
+		err = errcode.New(errcode.WorkerFailed, "could not limit the worker: "+standbyErr.Error())
 	}
 	var resp *ipc.Response
 	version := ipc.Version
@@ -108,7 +109,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker hit an internal error; the statement did not complete"))
+			resp = ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker hit an internal error; the statement did not complete"))
 		}
 	}()
 	ex, err := open(req, log)
@@ -141,7 +142,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	case ipc.OpSearch:
 		resp, err = ex.search()
 	default:
-		err = ipc.NewError(ipc.CodeInvalidArgument, "unknown op "+req.Op)
+		err = errcode.New(errcode.InvalidArgument, "unknown op "+req.Op)
 	}
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))
@@ -154,7 +155,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 
 // classify turns a SQLite error into the agent's error code.
 func (ex *executor) classify(err error) error {
-	var coded *ipc.Error
+	var coded *errcode.Error
 	if errors.As(err, &coded) {
 		return coded
 	}
@@ -163,30 +164,23 @@ func (ex *executor) classify(err error) error {
 	}
 	var se *rawsqlite.Error
 	if !errors.As(err, &se) {
-		return ipc.NewError(ipc.CodeWorkerFailed, err.Error())
+		return errcode.New(errcode.WorkerFailed, err.Error())
 	}
 	switch se.Primary() {
 	case rawsqlite.ResultInterrupt:
-		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("query stopped after %s (interrupted); narrow the query, add a LIMIT, or raise --query-timeout", durationText(ex.req.Limits.TimeoutMS)))
+		return errcode.QueryTimeout(time.Duration(ex.req.Limits.TimeoutMS)*time.Millisecond, "interrupted")
 	case rawsqlite.ResultNoMem:
-		return ipc.NewError(ipc.CodeResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
 	case rawsqlite.ResultFull:
-		return ipc.NewError(ipc.CodeResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
 	case rawsqlite.ResultAuth:
-		return ipc.NewError(ipc.CodePolicy, se.Msg+"; the statement uses something no tool allows")
+		return errcode.New(errcode.Policy, se.Msg+"; the statement uses something no tool allows")
 	case rawsqlite.ResultBusy, rawsqlite.ResultLocked:
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, se.Msg+"; another writer holds the database, retry the call")
+		return errcode.New(errcode.DatabaseUnavailable, se.Msg+"; another writer holds the database, retry the call")
 	case rawsqlite.ResultNotADB, rawsqlite.ResultCorrupt, rawsqlite.ResultCantOpen, rawsqlite.ResultIOErr:
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, se.Msg)
+		return errcode.New(errcode.DatabaseUnavailable, se.Msg)
 	case rawsqlite.ResultReadOnly:
-		return ipc.NewError(ipc.CodeReadOnly, se.Msg+"; this database is read-only")
+		return errcode.New(errcode.ReadOnly, se.Msg+"; this database is read-only")
 	}
-	return ipc.NewError(ipc.CodeSQL, se.Msg)
-}
-
-func durationText(ms int64) string {
-	if ms%1000 == 0 {
-		return fmt.Sprintf("%ds", ms/1000)
-	}
-	return (time.Duration(ms) * time.Millisecond).String()
+	return errcode.New(errcode.SQL, se.Msg)
 }
