@@ -2,9 +2,10 @@ package ipc
 
 import (
 	"bytes"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"reflect"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // FuzzReadRequest feeds the worker's request decoder any bytes: it must

@@ -3,7 +3,6 @@ package ipc
 import (
 	"bytes"
 	"context"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // syncBuffer is a log sink tests can read while the spawner writes.

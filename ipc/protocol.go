@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"unsafe"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Version is the protocol version both sides speak. Bump it whenever a field

@@ -3,7 +3,6 @@ package ipc
 import (
 	"context"
 	"fmt"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"io"
 	"os"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // The test binary re-runs itself as a misbehaving worker when this variable

@@ -1,9 +1,10 @@
 package policy
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // TestCheckFTSCommands covers the program check on listings shaped like

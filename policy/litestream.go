@@ -2,8 +2,9 @@ package policy
 
 import (
 	"fmt"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // IsReplicationTable reports whether name is one of the tables Litestream

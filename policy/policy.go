@@ -2,10 +2,11 @@ package policy
 
 import (
 	"fmt"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Mode is the policy profile of one tool.

@@ -2,9 +2,10 @@ package policy
 
 import (
 	"errors"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Expected decisions, per mode: "ok", or a code shorthand optionally

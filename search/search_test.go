@@ -1,10 +1,11 @@
 package search
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 func TestSnippet(t *testing.T) {

@@ -2,10 +2,11 @@ package server
 
 import (
 	"fmt"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // args reads one call's arguments strictly: wrong types, empty required

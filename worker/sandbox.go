@@ -2,12 +2,12 @@ package worker
 
 import (
 	"bytes"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )

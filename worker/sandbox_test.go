@@ -1,13 +1,13 @@
 package worker
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )

@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"strconv"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"

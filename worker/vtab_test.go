@@ -2,13 +2,13 @@ package worker
 
 import (
 	"crypto/sha256"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
