@@ -43,8 +43,12 @@ type Config struct {
 	// Path and Args start one worker, e.g. the server binary with "worker".
 	Path string
 	Args []string
-	// Env is the workers' environment (nil: the front's own).
+	// Env is the workers' base environment (nil: the front's own).
 	Env []string
+	// Worker is what every worker is told through its environment, on top
+	// of Env; the spawner adds the ready handshake, its pid and MemoryMB.
+	// Worker.Sandbox is the allowance a worker is started confined to.
+	Worker WorkerEnv
 	// MaxWorkers bounds the worker processes alive at once: running a
 	// request, standing by, or starting (each may use MemoryMB).
 	MaxWorkers int
@@ -71,7 +75,10 @@ type Spawner struct {
 	cfg Config
 	log hclog.Logger
 
-	// confine is the sandbox allowance of cfg.Env, if any; while launch is
+	// env and warmEnv are the environments of a worker started for a
+	// waiting call and of a standby.
+	env, warmEnv []string
+	// confine is the sandbox allowance of cfg.Worker, if any; while launch is
 	// true, workers are started confined by the front (no re-execution).
 	confine *sandbox.Allowance
 	launch  atomic.Bool
@@ -122,39 +129,23 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	cfg.Env = append(slices.Clip(env), StandbyEnv(cfg.MemoryMB)...)
+	told := standbyEnv(cfg.Worker, cfg.MemoryMB)
+	warm := told
+	warm.Warm = true
 	s := &Spawner{
+		env: told.Env(env), warmEnv: warm.Env(env),
 		cfg: cfg, log: cfg.Log,
 		changed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
-	if a := allowanceOf(cfg.Env); a != nil {
+	if a := cfg.Worker.Sandbox; a != nil {
 		s.confine = a
 		s.launch.Store(true)
 	}
 	s.background.Add(1)
 	go s.fill()
 	return s, nil
-}
-
-// allowanceOf finds the sandbox allowance the workers' environment hands
-// down, or nil when there is none (or --sandbox off).
-func allowanceOf(env []string) *sandbox.Allowance {
-	v := ""
-	for _, kv := range env {
-		if rest, ok := strings.CutPrefix(kv, sandbox.EnvAllowance+"="); ok {
-			v = rest
-		}
-	}
-	if v == "" || v == sandbox.Off {
-		return nil
-	}
-	a, err := sandbox.ParseAllowance(v)
-	if err != nil {
-		return nil // the worker reports it
-	}
-	return &a
 }
 
 // Run executes req in a worker and returns its response. Process-level
@@ -498,9 +489,9 @@ type process struct {
 // started for a call that is waiting does not.
 func (s *Spawner) start(standby bool) (*process, error) {
 	cmd := exec.Command(s.cfg.Path, s.cfg.Args...)
-	cmd.Env = s.cfg.Env
+	cmd.Env = s.env
 	if standby {
-		cmd.Env = append(slices.Clip(s.cfg.Env), EnvWarm+"=1")
+		cmd.Env = s.warmEnv
 	}
 	prepareCommand(cmd)
 	stdin, err := cmd.StdinPipe()

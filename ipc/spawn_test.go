@@ -33,10 +33,12 @@ func helperWorker(mode string) int {
 		// A worker that predates the ready byte, or a foreign one.
 	case "dieready":
 		// Dies after saying it is ready, while it waits as a standby.
-		_ = SignalReady(os.Stdout, os.Getenv)
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
 		return 3
 	default:
-		_ = SignalReady(os.Stdout, os.Getenv)
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
 	}
 	req, err := ReadRequest(os.Stdin)
 	if err != nil {

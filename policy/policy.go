@@ -89,6 +89,22 @@ func IsProtected(name string) bool {
 	return false
 }
 
+// ValidViewName reports whether name has the shape create_view accepts:
+// ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
+// init would cost every worker start, and most workers never see a view.
+func ValidViewName(name string) bool {
+	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // SameName compares two SQL identifiers the way SQLite does: ASCII letters
 // without regard to case, every other byte exactly. Go's strings.EqualFold
 // folds Unicode too ("ſ" matches "s", the Kelvin sign matches "k"), so it

@@ -23,7 +23,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // Instructions are sent to the agent when it connects.
@@ -137,9 +136,8 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	env := append(s.workerEnv(), worker.EnvPreopen+"="+worker.PreopenValue(abs, cfg.Profile == ProfileReadonly))
 	s.spawner, err = ipc.NewSpawner(ipc.Config{
-		Path: workerPath, Args: workerArgs, Env: env,
+		Path: workerPath, Args: workerArgs, Worker: s.workerEnv(),
 		MaxWorkers: cfg.MaxWorkers, Standby: cfg.StandbyWorkers,
 		MemoryMB: cfg.WorkerMemoryMB, Log: log,
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // Argument bounds that do not come from the configuration.
@@ -267,7 +267,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	if !worker.ValidViewName(name) {
+	if !policy.ValidViewName(name) {
 		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
 	}
 	sel, err := a.str("select_sql", true, "")

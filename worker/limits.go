@@ -2,9 +2,7 @@ package worker
 
 import (
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -24,32 +22,30 @@ var limited struct {
 // not depend on one: the process limits, and the memory budget the front
 // passed in the environment (its --worker-memory-mb), counted from the
 // address space mapped now, with the database already open.
-func applyStandbyLimits(log hclog.Logger) error {
-	if err := applyProcessLimits(log); err != nil {
+func applyStandbyLimits(env ipc.WorkerEnv, memoryErr error, log hclog.Logger) error {
+	if err := applyProcessLimits(env.FrontPID, log); err != nil {
 		return err
 	}
 	limited.process = true
-	v := os.Getenv(ipc.EnvMemoryMB)
-	if v == "" {
+	if memoryErr != nil {
+		return memoryErr
+	}
+	if env.MemoryMB == 0 {
 		return nil
 	}
-	mb, err := strconv.Atoi(v)
-	if err != nil || mb <= 0 {
-		return fmt.Errorf("bad %s=%q: want a whole number of MiB", ipc.EnvMemoryMB, v)
-	}
-	return applyMemoryLimit(mb, log)
+	return applyMemoryLimit(env.MemoryMB, log)
 }
 
 // applyLimits limits this process for req before any of its SQL runs:
 // what the standby phase could not (the largest file it may write depends
 // on the database's size now), and everything when this worker was started
 // without a front (a standalone worker).
-func applyLimits(req *ipc.Request, log hclog.Logger) error {
+func applyLimits(req *ipc.Request, frontPID int, log hclog.Logger) error {
 	fail := func(err error) error {
 		return errcode.New(errcode.WorkerFailed, "could not limit the worker: "+err.Error())
 	}
 	if !limited.process {
-		if err := applyProcessLimits(log); err != nil {
+		if err := applyProcessLimits(frontPID, log); err != nil {
 			return fail(err)
 		}
 		limited.process = true

@@ -38,8 +38,7 @@ func TestReadiedAhead(t *testing.T) {
 			if tt.name == "other file than readied" {
 				readied = testDB(t)
 			}
-			t.Setenv(EnvPreopen, PreopenValue(readied, tt.readOnlyFile))
-			preopen(hclog.NewNullLogger())
+			preopen(readied, tt.readOnlyFile, hclog.NewNullLogger())
 			readyAhead(hclog.NewNullLogger())
 			ex := preopened.ex
 			if ex == nil || !ex.queryOnly || !ex.authorizer {

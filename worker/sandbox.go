@@ -24,8 +24,11 @@ var probeHook func(*sandbox.State) int
 // environment set by the front asks (Landlock and no_new_privs on Linux).
 // Where that takes a re-execution, the confined process returns from here
 // instead of this one.
-func startSandbox(log hclog.Logger) error {
-	st, err := sandbox.Enter(log)
+func startSandbox(env ipc.WorkerEnv, envErr error, log hclog.Logger) error {
+	if envErr != nil {
+		return envErr
+	}
+	st, err := sandbox.Enter(env.Sandbox, env.SandboxOff, log)
 	if err != nil {
 		return err
 	}
@@ -40,7 +43,7 @@ func startSandbox(log hclog.Logger) error {
 // its environment) whose request asks for the sandbox confines itself now,
 // to that request's database; then any request outside the allowance is
 // refused, so that a worker never opens what it was not confined to.
-func admit(req *ipc.Request, log hclog.Logger) error {
+func admit(req *ipc.Request, tempDir string, log hclog.Logger) error {
 	snapDir := ""
 	if s := req.Snapshot; s != nil && s.Keep > 0 {
 		snapDir = s.Dir
@@ -49,7 +52,7 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 	if st.Allowance == nil && !st.Off && req.Limits.Sandbox {
 		// SQLite's temporary files go where the caller pointed them, if
 		// anywhere; big sorts fail otherwise.
-		a := sandbox.Allowance{DB: absPath(req.DB), ReadOnly: req.ReadOnlyFile, TempDir: os.Getenv(sandbox.EnvTempDir)}
+		a := sandbox.Allowance{DB: absPath(req.DB), ReadOnly: req.ReadOnlyFile, TempDir: tempDir}
 		if snapDir != "" {
 			a.SnapshotDir = absPath(snapDir)
 		}

@@ -35,7 +35,7 @@ func TestAdmit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := admit(&c.req, hclog.NewNullLogger())
+			err := admit(&c.req, "", hclog.NewNullLogger())
 			if (err == nil) != c.ok {
 				t.Fatalf("admit = %v, want ok=%v", err, c.ok)
 			}
@@ -54,7 +54,7 @@ func TestAdmitUnconfined(t *testing.T) {
 	for _, st := range []*sandbox.State{{Off: true}, {}} {
 		sandboxState = st
 		req := &ipc.Request{DB: "/anywhere.db", Limits: ipc.Limits{Sandbox: st.Off}}
-		if err := admit(req, hclog.NewNullLogger()); err != nil {
+		if err := admit(req, "", hclog.NewNullLogger()); err != nil {
 			t.Fatalf("state %+v: %v", st, err)
 		}
 	}

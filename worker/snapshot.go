@@ -28,10 +28,6 @@ var (
 	afterCopyHook    = func() {}
 )
 
-// stampLayout is the time in a snapshot's name; it sorts by name in time
-// order.
-const stampLayout = "20060102T150405.000"
-
 // snapshot backs the database up with SQLite's online backup API into
 // <dir>/<stem>.<YYYYMMDDTHHMMSS.mmm>Z.db and keeps the newest Keep complete
 // snapshots. It returns "" when snapshots are disabled; otherwise it
@@ -216,7 +212,7 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(s.Dir, s.Stem+"."+taken.UTC().Format(stampLayout)+"Z.db")
+		path := filepath.Join(s.Dir, ipc.SnapshotFileName(s.Stem, taken))
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
@@ -232,7 +228,7 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 // rotate removes all but the newest keep complete snapshots of stem.
 // Partial files are not snapshots and do not count; neither does a
 // snapshot with a journal beside it (an incomplete one from a version that
-// wrote snapshots in place), which SnapshotLeftovers reports.
+// wrote snapshots in place), which ipc.SnapshotLeftovers reports.
 func rotate(dir, stem string, keep int, ex *executor) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -244,7 +240,7 @@ func rotate(dir, stem string, keep int, ex *executor) {
 	}
 	var complete []string
 	for n := range names {
-		if isSnapshotName(n, stem) && !names[n+"-journal"] {
+		if ipc.IsSnapshotName(n, stem) && !names[n+"-journal"] {
 			complete = append(complete, n)
 		}
 	}
@@ -261,43 +257,4 @@ func rotate(dir, stem string, keep int, ex *executor) {
 		}
 		complete = complete[1:]
 	}
-}
-
-// isSnapshotName reports whether name is <stem>.<stamp>Z.db.
-func isSnapshotName(name, stem string) bool {
-	if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, "Z.db") || len(name) < len(stem)+1+len("Z.db") {
-		return false
-	}
-	_, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len("Z.db")])
-	return err == nil
-}
-
-// SnapshotLeftovers lists what stopped snapshots of stem left in dir:
-// partial files (and any journal of theirs), and snapshots that an older
-// version wrote in place and never finished (a hot journal beside them),
-// with that journal. Call it only while no worker of any server may be
-// writing a snapshot of this database: a partial file of a running
-// snapshot looks the same.
-func SnapshotLeftovers(dir, stem string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	var out []string
-	for n := range names {
-		base, _ := strings.CutSuffix(n, "-journal")
-		switch {
-		case strings.HasPrefix(base, stem+".") && strings.HasSuffix(base, ipc.PartialSuffix):
-			out = append(out, filepath.Join(dir, n))
-		case isSnapshotName(base, stem) && names[base+"-journal"]:
-			// The snapshot and its journal are both listed, once each.
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -78,7 +78,7 @@ func TestSnapshot(t *testing.T) {
 		names := dirNames(t, dir)
 		var complete []string
 		for _, n := range names {
-			if isSnapshotName(n, "w") && !slices.Contains(stale, n) {
+			if ipc.IsSnapshotName(n, "w") && !slices.Contains(stale, n) {
 				complete = append(complete, n)
 			}
 		}
@@ -100,7 +100,7 @@ func TestSnapshot(t *testing.T) {
 		if n := strings.Count(frames.String(), `"phase":"statement"`); n != 3 {
 			t.Fatalf("%d statement frames, want 3", n)
 		}
-		got := SnapshotLeftovers(dir, "w")
+		got := ipc.SnapshotLeftovers(dir, "w")
 		want := []string{filepath.Join(dir, stale[1]), filepath.Join(dir, stale[2]), filepath.Join(dir, stale[0])}
 		if !slices.Equal(got, want) {
 			t.Fatalf("leftovers %v, want %v", got, want)

@@ -11,22 +11,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// ValidViewName reports whether name has the shape create_view accepts:
-// ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
-// init would cost every worker start, and most workers never see a view.
-func ValidViewName(name string) bool {
-	if name == "" || (name[0] >= '0' && name[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // ViewSQL is the statement create_view stores: the description lives in the
 // view's own SQL, so get_schema shows it to the next session.
 func ViewSQL(name, description, selectSQL string) string {
@@ -42,7 +26,7 @@ func ViewSQL(name, description, selectSQL string) string {
 // createView compiles the SELECT under the read policy first, then stores it.
 func (ex *executor) createView() (*ipc.Response, error) {
 	v := ex.req.View
-	if v == nil || !ValidViewName(v.Name) {
+	if v == nil || !policy.ValidViewName(v.Name) {
 		return nil, errcode.New(errcode.InvalidArgument, "name must match ^[A-Za-z_][A-Za-z0-9_]*$")
 	}
 	if policy.IsProtected(v.Name) {

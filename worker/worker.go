@@ -25,27 +25,29 @@ import (
 // the JSON codec. After the request only what depends on it runs, and the
 // response is written before the connection is closed.
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
+	// What the front said before any request, read once.
+	env, envErrs := ipc.DecodeWorkerEnv(os.Getenv)
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "worker",
 		Output:     stderr,
 		JSONFormat: true,
-		Level:      hclog.LevelFromString(os.Getenv("MCP_SQLITE_WORKER_LOG_LEVEL")),
+		Level:      hclog.LevelFromString(env.LogLevel),
 	})
-	if err := startSandbox(log); err != nil {
+	if err := startSandbox(env, envErrs.Sandbox, log); err != nil {
 		// Refuse to run unconfined when confinement was asked for.
 		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
 	// A limit that cannot be set fails the request, not the standby: the
 	// call that takes this worker gets the reason.
-	standbyErr := prepare(log)
-	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
+	standbyErr := prepare(env, envErrs.MemoryMB, log)
+	if err := env.SignalReady(stdout); err != nil {
 		log.Error("telling the front this worker is ready failed", "error", err)
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
 	if err == nil {
-		err = admit(req, log)
+		err = admit(req, env.TempDir, log)
 	}
 	if err == nil && standbyErr != nil {
 		err = errcode.New(errcode.WorkerFailed, "could not limit the worker: "+standbyErr.Error())
@@ -62,7 +64,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 			progress = stdout
 		}
 		version = req.Version
-		resp, release = run(req, log, progress)
+		resp, release = run(req, env.FrontPID, log, progress)
 	}
 	resp.Version = version
 	werr := ipc.WriteResponse(stdout, resp)
@@ -76,20 +78,11 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// Execute runs req and always returns a response. It applies the process
-// limits first, so call it only in a process of its own. Progress frames go
-// to progress before the caller writes the response; nil writes none.
-func Execute(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Response {
-	resp, release := run(req, log, progress)
-	release()
-	return resp
-}
-
 // run applies the limits that depend on req, then executes it. It returns
 // the response and the function that releases the connection, to be called
-// once the response is written.
-func run(req *ipc.Request, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
-	if err := applyLimits(req, log); err != nil {
+// once the response is written. frontPID is the front's pid, if it said.
+func run(req *ipc.Request, frontPID int, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
+	if err := applyLimits(req, frontPID, log); err != nil {
 		return ipc.Failure(err), func() {}
 	}
 	return executeHeld(req, log, progress)
