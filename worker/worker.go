@@ -134,6 +134,8 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 		resp, err = ex.schema()
 	case ipc.OpSearch:
 		resp, err = ex.search()
+	case ipc.OpSnapshot:
+		resp, err = ex.snapshotNow()
 	default:
 		err = errcode.New(errcode.InvalidArgument, "unknown op "+req.Op)
 	}
