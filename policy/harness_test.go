@@ -209,7 +209,7 @@ func openBackstopped(t testing.TB, path string, mode Mode, queryOnly bool) *raws
 	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
 		t.Fatal(err)
 	}
-	c.Limit(LimitAttached, 0)
+	c.Limit(rawsqlite.LimitAttached, 0)
 	c.Limit(rawsqlite.LimitLength, 1<<20) // keep fuzz inputs small and bounded
 	setup := "PRAGMA foreign_keys=ON"
 	if queryOnly {

@@ -58,22 +58,6 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("policy: unknown mode %q (want select, read, write or destructive)", s)
 }
 
-// DSNParams returns the modernc.org/sqlite DSN query parameters that apply
-// the connection backstops for mode: defensive mode, trusted_schema=OFF and,
-// for Select and Read, query_only. SQLITE_LIMIT_ATTACHED is not a DSN
-// parameter: set it with sqlite.Limit(conn, LimitAttached, 0).
-func DSNParams(m Mode) string {
-	p := "_defensive=1&_pragma=trusted_schema(0)"
-	if m <= Read {
-		p += "&_pragma=query_only(1)"
-	}
-	return p
-}
-
-// LimitAttached is SQLITE_LIMIT_ATTACHED, the sqlite3_limit category the
-// worker sets to 0.
-const LimitAttached = 7
-
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}

@@ -597,9 +597,6 @@ func TestModes(t *testing.T) {
 	if s := Mode(9).String(); s != "Mode(9)" {
 		t.Errorf("Mode(9).String() = %q", s)
 	}
-	if !strings.Contains(DSNParams(Read), "query_only(1)") || strings.Contains(DSNParams(Write), "query_only") {
-		t.Errorf("DSNParams: read %q, write %q", DSNParams(Read), DSNParams(Write))
-	}
 }
 
 func TestIsProtected(t *testing.T) {
