@@ -63,7 +63,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		case "verify":
 			return report(env, verify(ctx, args[1:], env))
 		case "restore":
-			return report(env, restore(ctx, args[1:], env))
+			return report(env, restoreCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
 		case "version":

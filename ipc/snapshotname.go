@@ -10,24 +10,42 @@ import (
 
 // The names of the files in the snapshot folder, which the front and the
 // worker both read: a worker writes <stem>.<random>.partial and renames it
-// to <stem>.<stamp>Z.db when it is complete (PartialSuffix).
+// to <stem>.<stamp>Z<tag>.db when it is complete (PartialSuffix).
 
 // stampLayout is the time in a snapshot's name; it sorts by name in time
 // order.
 const stampLayout = "20060102T150405.000"
 
-// SnapshotFileName is the name of the snapshot of stem taken at taken.
-func SnapshotFileName(stem string, taken time.Time) string {
-	return stem + "." + taken.UTC().Format(stampLayout) + "Z.db"
+// PreRestoreTag marks the name of the safety snapshot that restore takes
+// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. Such a
+// snapshot is a full copy like any other and counts toward retention.
+const PreRestoreTag = ".pre-restore"
+
+// SnapshotTags are the name parts a snapshot may carry between its stamp
+// and ".db" ("" for destructive_query's and the snapshot tool's).
+var SnapshotTags = []string{"", PreRestoreTag}
+
+// SnapshotFileName is the name of the snapshot of stem taken at taken,
+// with tag (one of SnapshotTags): <stem>.<stamp>Z<tag>.db.
+func SnapshotFileName(stem, tag string, taken time.Time) string {
+	return stem + "." + taken.UTC().Format(stampLayout) + "Z" + tag + ".db"
 }
 
-// IsSnapshotName reports whether name is <stem>.<stamp>Z.db.
+// IsSnapshotName reports whether name (a file name, no folder) is
+// <stem>.<stamp>Z<tag>.db for one of SnapshotTags, as retention counts
+// them. The stamp comes first, so names sort in time order whatever their
+// tag.
 func IsSnapshotName(name, stem string) bool {
-	if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, "Z.db") || len(name) < len(stem)+1+len("Z.db") {
-		return false
+	for _, tag := range SnapshotTags {
+		end := "Z" + tag + ".db"
+		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
+			continue
+		}
+		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
+			return true
+		}
 	}
-	_, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len("Z.db")])
-	return err == nil
+	return false
 }
 
 // SnapshotLeftovers lists what stopped snapshots of stem left in dir:

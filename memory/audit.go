@@ -107,6 +107,17 @@ func (s *Store) Audit(_ context.Context, e AuditEntry) error {
 	return s.audit.audit(e)
 }
 
+// AuditTx writes one query_log row inside tx, a write transaction the
+// caller began on a connection of this store (see [Store.AppendTx]),
+// instead of queueing it.
+func (s *Store) AuditTx(ctx context.Context, tx *sql.Tx, e AuditEntry) error {
+	r := s.audit.row(e)
+	if _, err := tx.ExecContext(ctx, insertAudit, r.ts, r.session, r.tool, r.query, r.ok, r.rows, r.errText, r.durationMS, r.detail); err != nil {
+		return fmt.Errorf("memory: audit: %w", err)
+	}
+	return nil
+}
+
 // FlushAudit waits until every row queued before the call is written, or
 // ctx ends.
 func (s *Store) FlushAudit(ctx context.Context) error { return s.audit.flush(ctx) }

@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +15,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // BusyTimeout is how long every connection waits for a lock held by another
@@ -245,17 +243,12 @@ func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sq
 // per-connection settings: busy timeout, synchronous=NORMAL (safe in WAL),
 // and BEGIN IMMEDIATE for every read-write transaction.
 func dsn(abs string, create bool) string {
-	p := filepath.ToSlash(abs)
-	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
-		p = "/" + p // file:///C:/dir/x.db
-	}
-	u := url.URL{Scheme: "file", Path: p}
 	q := "_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	if !create {
 		q += "&mode=rw"
 	}
-	return u.String() + "?" + q
+	return rawsqlite.FileURI(abs, q)
 }
 
 // sqliteCode returns the primary SQLite result code of err, or 0.
@@ -308,6 +301,28 @@ func (s *Store) head(ctx context.Context, tx *sql.Tx) (int64, string, error) {
 // concurrent appenders in other processes keep one unbroken chain.
 func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Event, err error) {
 	defer func() { err = markBusy(err) }()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Event{}, fmt.Errorf("memory: append: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	e, err := s.AppendTx(ctx, tx, session, kind, content)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	}
+	return e, nil
+}
+
+// AppendTx is Append inside tx, a write transaction the caller began on a
+// connection of this store (see [Store.Conn]) and commits itself, so that
+// the event is written together with the caller's other changes, or not at
+// all (restore records itself this way).
+func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, session, kind, content string) (Event, error) {
 	content = Strip(content)
 	if content == "" {
 		return Event{}, ErrEmptyContent
@@ -316,13 +331,6 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 	if kind == "" {
 		kind = "note"
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Event{}, fmt.Errorf("memory: append: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
 	prevID, prevHash, err := s.head(ctx, tx)
 	if err != nil {
 		return Event{}, fmt.Errorf("memory: append: read head: %w", err)
@@ -340,11 +348,19 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
-	}
 	return e, nil
 }
+
+// Begin starts a write transaction (BEGIN IMMEDIATE) on the store's pool,
+// for [Store.AppendTx] and [Store.AuditTx] beside the caller's own
+// statements.
+func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }
+
+// Conn pins one connection of the store's pool for a caller that runs
+// statements of its own around a write transaction on it (restore attaches
+// its snapshot before it begins). The caller closes it; a transaction begun
+// on it is BEGIN IMMEDIATE, as every write of the store.
+func (s *Store) Conn(ctx context.Context) (*sql.Conn, error) { return s.db.Conn(ctx) }
 
 // Checkpoint stores a summary (stripped; empty is ErrEmptySummary) anchored
 // to the current chain head.

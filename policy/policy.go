@@ -89,6 +89,16 @@ func ValidViewName(name string) bool {
 	return true
 }
 
+// IsServerObject reports whether the schema entry name (of table tbl, its
+// sqlite_schema tbl_name) belongs to the server rather than the agent: a
+// protected table or view, an index or trigger on one, or a Litestream
+// table (see [IsReplicationTable]). get_schema hides these and restore
+// keeps them as they are. Shadow tables of a server virtual table are the
+// caller's to add: only the schema knows which virtual tables own them.
+func IsServerObject(name, tbl string) bool {
+	return IsProtected(name) || IsProtected(tbl) || IsReplicationTable(tbl)
+}
+
 // SameName compares two SQL identifiers the way SQLite does: ASCII letters
 // without regard to case, every other byte exactly. Go's strings.EqualFold
 // folds Unicode too ("ſ" matches "s", the Kelvin sign matches "k"), so it

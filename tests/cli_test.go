@@ -135,6 +135,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sample-db"}, 2, "sample-db takes one path"},
 		{[]string{"verify"}, 2, "no database given"},
 		{[]string{"restore", "--db", "x.db"}, 2, "restore takes the snapshot file"},
+		{[]string{"restore", "x.db", "snap.db"}, 2, "Try: mcp-sqlite-memory restore --db x.db snap.db"},
+		{[]string{"restore", "snap.db"}, 2, "Try: mcp-sqlite-memory restore --db PATH SNAPSHOT"},
+		{[]string{"restore", "--db", "x.db", "--reason"}, 2, "--reason needs a text"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -31,7 +31,7 @@ func (ex *executor) objects() ([]object, error) {
 	err = ex.each("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY rowid", func(st *rawsqlite.Stmt) error {
 		o := object{typ: st.ColumnText(0), name: st.ColumnText(1), table: st.ColumnText(2), sql: st.ColumnText(3)}
 		o.shadow = shadow[policy.FoldName(o.name)]
-		o.system = policy.IsProtected(o.name) || policy.IsProtected(o.table) || policy.IsReplicationTable(o.table)
+		o.system = policy.IsServerObject(o.name, o.table)
 		objs = append(objs, o)
 		return nil
 	})

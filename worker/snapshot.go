@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,7 +158,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, err
 	}
-	if c.path, err = keepSnapshot(c.tmp, s, c.started); err != nil {
+	if c.path, err = keepSnapshot(c.tmp, s.Dir, s.Stem, "", c.started); err != nil {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
@@ -191,7 +192,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	path, err := keepSnapshot(tmp, s, time.Now())
+	path, err := keepSnapshot(tmp, s.Dir, s.Stem, "", time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
@@ -240,10 +241,41 @@ func plainName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
 }
 
+// FullSnapshot copies the database of src with SQLite's online backup API
+// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or ipc.PreRestoreTag) under a
+// partial name, syncs it and renames it when complete, as
+// destructive_query's snapshots are written, and returns its path. It
+// removes no other snapshot: retention runs with the next
+// destructive_query or snapshot call.
+func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
+	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
+		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
+	}
+	s := &ipc.Snapshot{Dir: dir, Stem: stem}
+	partial, err := partialName(s)
+	if err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, partial)
+	started := time.Now()
+	if err := src.Backup(tmp); err != nil {
+		return "", err
+	}
+	path, err := keepSnapshot(tmp, dir, stem, tag, started)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return path, nil
+}
+
 // keepSnapshot syncs the complete copy at tmp and renames it to its
-// snapshot name (the time it was taken), then syncs the folder so that the
-// name survives a power loss.
-func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) {
+// snapshot name (the time it was taken, then tag), then syncs the folder
+// so that the name survives a power loss.
+func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
 	if err != nil {
 		return "", err
@@ -258,12 +290,12 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(s.Dir, ipc.SnapshotFileName(s.Stem, taken))
+		path := filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
-			syncDir(s.Dir)
+			syncDir(dir)
 			return path, nil
 		}
 		taken = taken.Add(time.Millisecond)
