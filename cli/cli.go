@@ -64,6 +64,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, verify(ctx, args[1:], env))
 		case "restore":
 			return report(env, restoreCmd(ctx, args[1:], env))
+		case "export":
+			return report(env, exportCmd(ctx, args[1:], env))
+		case "import":
+			return report(env, importCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
 		case "version":

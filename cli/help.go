@@ -61,14 +61,58 @@ its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`
 	},
 	"verify": func() help {
 		return help{
-			usage: "verify --db PATH",
-			about: `Checks the memory chain offline and prints the verify_chain JSON.
-Exit 0: intact; 1: broken; 2: not a usable memory database.`,
+			usage: "verify --db PATH | verify --jsonl FILE",
+			about: `Checks the memory chain offline and prints the verify_chain JSON: of a
+database, or of an export written by "export" (the same answers).
+Exit 0: intact; 1: broken; 2: not a usable memory database or export.`,
 			flags: [][2]string{
 				{"--db PATH", "the memory database"},
+				{"--jsonl FILE", "an export instead (- reads stdin)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
-			examples: []string{"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db"},
+			examples: []string{
+				"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db",
+				"mcp-sqlite-memory verify --jsonl memory.jsonl",
+			},
+		}
+	},
+	"export": func() help {
+		return help{
+			usage: "export --db PATH [--out FILE]",
+			about: `Writes every memory event and checkpoint as JSON Lines, one object a line
+with every column, the hash included: events in id order, each checkpoint
+after the event it is anchored to. The same rows always give the same bytes.
+Reads one snapshot while servers go on appending; on stderr, a progress line
+a second for long chains. Agent tables and the audit log are not exported.`,
+			flags: [][2]string{
+				{"--db PATH", "the memory database (opened read-only)"},
+				{"--out FILE", "write FILE, complete or not at all (default: stdout)"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory export --db memory.db --out memory.jsonl",
+				"mcp-sqlite-memory export --db memory.db | gzip > memory.jsonl.gz",
+				`mcp-sqlite-memory export --db memory.db | jq -r 'select(.type=="event" and .kind=="decision") | .content'`,
+			},
+		}
+	},
+	"import": func() help {
+		return help{
+			usage: "import --db NEW FILE",
+			about: `Builds the memory of NEW (created if missing) from an export: every row
+with its own id, time, session and hash, verified while read, in one
+transaction, with the full-text index. Refuses a NEW that already holds
+events or checkpoints (exit 2), and any line that breaks the chain or is no
+export line, saying which and why (exit 1); a refused import writes no row.
+FILE - reads stdin.`,
+			flags: [][2]string{
+				{"--db NEW", "the database to build"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory import --db new-memory.db memory.jsonl",
+				"gunzip -c memory.jsonl.gz | mcp-sqlite-memory import --db new-memory.db -",
+			},
 		}
 	},
 	"restore": func() help {

@@ -102,6 +102,12 @@ type Store struct {
 	headStmt    *sql.Stmt
 	insertEvent *sql.Stmt
 	audit       *auditWriter
+	// fts is true when the full-text index exists (Open made it);
+	// indexedEvents and indexedCheckpoints are the last rowids this store
+	// indexed (under writeMu), see indexUpTo.
+	fts                               bool
+	indexedEvents, indexedCheckpoints int64
+	indexEvents, indexCheckpoints     *sql.Stmt // indexSQL, prepared
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -140,7 +146,18 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	s, err := newStore(ctx, db, abs, log)
+	if err != nil {
+		return nil, err
+	}
+	s.createIndex(ctx)
+	// Rows other programs appended: the index lags, it is never wrong, so
+	// a failure here (say, a writer holding the lock) waits for the next
+	// append or recall.
+	if _, err := s.CatchUp(ctx); err != nil {
+		log.Warn("could not bring the full-text index up to date; the next append or recall tries again", "error", err)
+	}
+	return s, nil
 }
 
 // OpenExisting opens an existing memory database without creating or
@@ -269,7 +286,7 @@ func (s *Store) Close() error {
 	if s.audit != nil {
 		s.audit.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints} {
 		if st != nil {
 			st.Close()
 		}
@@ -308,12 +325,15 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	e, err := s.AppendTx(ctx, tx, session, kind, content)
+	e, err := s.appendTx(ctx, tx, session, kind, content, &s.indexedEvents)
 	if err != nil {
 		return Event{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedEvents = e.ID
 	}
 	return e, nil
 }
@@ -322,7 +342,14 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 // connection of this store (see [Store.Conn]) and commits itself, so that
 // the event is written together with the caller's other changes, or not at
 // all (restore records itself this way).
+// The event's index entry is written in tx too.
 func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, session, kind, content string) (Event, error) {
+	return s.appendTx(ctx, tx, session, kind, content, nil)
+}
+
+// appendTx is AppendTx; indexed, when not nil, is the last event id this
+// store indexed (read under writeMu).
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content string, indexed *int64) (Event, error) {
 	content = Strip(content)
 	if content == "" {
 		return Event{}, ErrEmptyContent
@@ -347,6 +374,17 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 	if _, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx,
 		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
 		return Event{}, fmt.Errorf("memory: append: %w", err)
+	}
+	if s.fts {
+		// Whether others appended since this store's last append is
+		// known only under writeMu (Append); otherwise the index is asked.
+		cache := int64(-1)
+		if indexed != nil {
+			cache = *indexed
+		}
+		if err := indexUpTo(ctx, tx, s.indexEvents, eventsIndex, cache, e.ID); err != nil {
+			return Event{}, fmt.Errorf("memory: append: index: %w", err)
+		}
 	}
 	return e, nil
 }
@@ -397,8 +435,16 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
+	if s.fts {
+		if err := indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
+			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedCheckpoints = c.ID
 	}
 	return c, nil
 }

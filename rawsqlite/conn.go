@@ -177,7 +177,7 @@ func (c *Conn) release() {
 }
 
 // Close closes the connection with sqlite3_close_v2 and removes its
-// authorizer. It finalizes nothing: callers finalize their statements. If
+// authorizer and preupdate hook. It finalizes nothing: callers finalize their statements. If
 // some are still open, SQLite keeps the handle alive until the last one is
 // finalized. Close is idempotent.
 func (c *Conn) Close() error {
@@ -187,6 +187,8 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	unregisterAuthorizer(c.db)
+	sqlite3.Xsqlite3_preupdate_hook(c.tls, c.db, 0, 0)
+	unregisterPreUpdate(c.db)
 	rc := sqlite3.Xsqlite3_close_v2(c.tls, c.db)
 	if rc != sqlite3.SQLITE_OK {
 		// close_v2 only fails on misuse; the handle is still ours.

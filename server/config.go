@@ -32,6 +32,8 @@ type Config struct {
 	Snapshots        int
 	SnapshotDir      string
 	SnapshotTimeout  time.Duration
+	Confirm          string
+	ConfirmTimeout   time.Duration
 	WorkerMemoryMB   int
 	MaxGrowthMB      int
 	MaxWorkers       int
@@ -45,6 +47,14 @@ type Config struct {
 	Sandbox          bool
 	Verbose          bool
 }
+
+// --confirm values (SPEC 5.5).
+const (
+	ConfirmDestructive = "destructive"
+	ConfirmWrites      = "writes"
+	ConfirmRequired    = "required"
+	ConfirmOff         = "off"
+)
 
 // standbyAuto marks --standby-workers left at auto: as many as
 // --max-workers allows, at most maxAutoStandby, so that a burst of four
@@ -120,6 +130,22 @@ func options() []option {
 				return errors.New("must be a number of seconds from 0.1 to 86400")
 			}
 			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
+			return nil
+		}},
+		{flag: "confirm", env: []string{"MCP_SQLITE_CONFIRM"}, def: ConfirmDestructive, help: "ask the person (MCP elicitation) before: destructive (destructive_query), writes (also overwriting write_query statements and create_view replace=true), required (as destructive, and refuse destructive_query for clients that cannot ask), off", apply: func(c *Config, v string) error {
+			switch v = strings.ToLower(strings.TrimSpace(v)); v {
+			case ConfirmDestructive, ConfirmWrites, ConfirmRequired, ConfirmOff:
+				c.Confirm = v
+				return nil
+			}
+			return errors.New("must be destructive, writes, required or off")
+		}},
+		{flag: "confirm-timeout", env: []string{"MCP_SQLITE_CONFIRM_TIMEOUT"}, def: "120", help: "seconds the person has to answer a confirmation; no answer declines", apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0.1 || f > 86400 || math.IsNaN(f) {
+				return errors.New("must be a number of seconds from 0.1 to 86400")
+			}
+			c.ConfirmTimeout = time.Duration(f * float64(time.Second))
 			return nil
 		}},
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
@@ -260,6 +286,8 @@ Usage:
   mcp-sqlite-memory sample-db PATH               write the sample shop database
   mcp-sqlite-memory call --db PATH TOOL 'JSON'   run one tool call through the real path
   mcp-sqlite-memory verify --db PATH             check the memory chain offline (exit 1 if broken)
+  mcp-sqlite-memory export --db PATH [--out F]   write the memory as JSON Lines (verify --jsonl F checks it)
+  mcp-sqlite-memory import --db NEW FILE         build a new memory from an export, verifying it
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)

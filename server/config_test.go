@@ -24,8 +24,17 @@ func TestParseConfig(t *testing.T) {
 			return c.DB == "m.db" && c.Profile == "memory" && c.QueryTimeout == 10*time.Second && c.DefaultLimit == 100 &&
 				c.MaxRows == 1000 && c.MaxResultBytes == 32768 && c.MaxCellChars == 2000 && c.MaxUpdateRows == 500 &&
 				c.SearchCandidates == 5000 && c.Snapshots == 5 && c.WorkerMemoryMB == 256 && c.MaxGrowthMB == 512 &&
-				c.MaxWorkers == 4 && c.StandbyWorkers == 4 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots"
+				c.MaxWorkers == 4 && c.StandbyWorkers == 4 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots" &&
+				c.Confirm == "destructive" && c.ConfirmTimeout == 120*time.Second
 		}, ""},
+		{"confirm", []string{"--confirm", "writes", "--confirm-timeout", "2.5"}, nil, func(c *Config) bool {
+			return c.Confirm == "writes" && c.ConfirmTimeout == 2500*time.Millisecond
+		}, ""},
+		{"confirm from env", nil, map[string]string{"MCP_SQLITE_CONFIRM": "required", "MCP_SQLITE_CONFIRM_TIMEOUT": "5"}, func(c *Config) bool {
+			return c.Confirm == "required" && c.ConfirmTimeout == 5*time.Second
+		}, ""},
+		{"bad confirm", []string{"--confirm", "always"}, nil, nil, "must be destructive, writes, required or off"},
+		{"bad confirm timeout", []string{"--confirm-timeout", "0"}, nil, nil, "from 0.1 to 86400"},
 		{"env", nil, map[string]string{"MCP_SQLITE_DB": "/x/e.db", "MCP_SQLITE_MAX_ROWS": "50", "MCP_SQLITE_DEFAULT_LIMIT": "20"}, func(c *Config) bool {
 			return c.DB == "/x/e.db" && c.MaxRows == 50 && c.DefaultLimit == 20 && c.SnapshotDir == "/x/e.snapshots"
 		}, ""},

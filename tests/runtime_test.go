@@ -190,6 +190,12 @@ type procServer struct {
 
 func startProc(t *testing.T, db string, flags ...string) *procServer {
 	t.Helper()
+	return startProcInit(t, db, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, flags...)
+}
+
+// startProcInit is startProc with its own initialize request line.
+func startProcInit(t *testing.T, db, initialize string, flags ...string) *procServer {
+	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -198,7 +204,7 @@ func startProc(t *testing.T, db string, flags ...string) *procServer {
 	}
 	t.Cleanup(func() { in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	p := &procServer{rawClient: &rawClient{tb: t, in: in, out: bufio.NewReaderSize(out, 1<<20)}, cmd: cmd}
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	p.send(initialize)
 	p.read()
 	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return p

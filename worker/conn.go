@@ -39,6 +39,8 @@ type executor struct {
 	clock    *time.Timer
 	// progress writes progress frames for the front.
 	progress *reporter
+	// dry watches a dry run (previewQuery); nil otherwise.
+	dry *dryRun
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
@@ -200,7 +202,11 @@ func (ex *executor) setup() error {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
-		return ex.auth.Authorize(policyCall(r))
+		rc := ex.auth.Authorize(policyCall(r))
+		if ex.dry != nil && rc == rawsqlite.AuthOK {
+			ex.dry.authorized(r)
+		}
+		return rc
 	}); err != nil {
 		return err
 	}
@@ -265,8 +271,14 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 	}
 	ex.auth.Reset()
 	ex.agentPhase = true
+	if ex.dry != nil {
+		ex.dry.compiling = true
+	}
 	st, tail, err := ex.conn.Prepare(sql)
 	ex.agentPhase = false
+	if ex.dry != nil {
+		ex.dry.compiling = false
+	}
 	if err != nil {
 		return nil, "", ex.classify(err)
 	}

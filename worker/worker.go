@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -177,5 +178,24 @@ func (ex *executor) classify(err error) error {
 	case rawsqlite.ResultReadOnly:
 		return errcode.New(errcode.ReadOnly, se.Msg+"; this database is read-only")
 	}
-	return errcode.New(errcode.SQL, se.Msg)
+	return errcode.New(errcode.SQL, se.Msg+matchHint(se.Msg, ex.req.SQL))
+}
+
+// fts5Syntax is the hint for a full-text query that FTS5 could not parse.
+const fts5Syntax = "FTS5 query syntax: words (all must match), OR and NOT in capitals, \"a phrase\", prefix*, NEAR(a b, 5), column:word (e.g. kind:decision); put a word with punctuation in double quotes inside the string: MATCH '\"max-events\"'"
+
+// matchHint adds how to write a MATCH string when an error came from one.
+// FTS5 reads a hyphen as a column filter, so MATCH 'max-events' fails as
+// "no such column: events"; the SQL is only looked at for MATCH to pick
+// the friendlier text, never to decide anything.
+func matchHint(msg, sql string) string {
+	switch {
+	case strings.HasPrefix(msg, "fts5: syntax error"), strings.HasPrefix(msg, "unknown special query"):
+		return "; " + fts5Syntax
+	case strings.HasPrefix(msg, "no such column") && strings.Contains(strings.ToUpper(sql), "MATCH"):
+		return "; if the name comes from a MATCH string, a hyphen or colon there starts a column filter. " + fts5Syntax
+	case strings.HasPrefix(msg, "unable to use function MATCH"):
+		return "; MATCH needs a full-text table on its left: WHERE memory_events_fts MATCH 'words' (join memory_events ON id = memory_events_fts.rowid for the other columns)"
+	}
+	return ""
 }
