@@ -28,8 +28,8 @@ const (
 	ResourceLimit       Code = "RESOURCE_LIMIT"
 	DatabaseUnavailable Code = "DATABASE_UNAVAILABLE"
 	WorkerFailed        Code = "WORKER_FAILED"
-	// Declined: the user declined a confirmation the server asked for
-	// (MCP elicitation); nothing was run.
+	// Declined: the person asked through elicitation did not allow the
+	// statement (SPEC 5.5); nothing was changed.
 	Declined Code = "DECLINED"
 	// Cancelled appears in audit rows only: a call cancelled by the client
 	// (notifications/cancelled) or stopped by shutdown gets no response at
