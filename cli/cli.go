@@ -165,6 +165,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
 	}
 	log := newLogger(env, cfg.Verbose)
+	if w := server.PathWarning(cfg.DB); w != "" {
+		log.Warn(w)
+	}
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
 		// For profiling the front (see docs/performance.md).
 		f, err := os.Create(path)

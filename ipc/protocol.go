@@ -216,7 +216,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 		return nil, errcode.New(errcode.InvalidArgument, "bad request frame: "+err.Error())
 	}
 	if req.Version < MinVersion || req.Version > Version {
-		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (front and worker binaries must match)", req.Version, MinVersion, Version))
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
 	}
 	switch req.Op {
 	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch, OpSnapshot:

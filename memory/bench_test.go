@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -248,15 +249,32 @@ func BenchmarkVerifyShort(b *testing.B) {
 	}
 }
 
-// BenchmarkAppend measures append_event (SPEC 10: >= 2,000/s). One op is
-// one committed append.
+// BenchmarkAppend measures append_event (SPEC 10: >= 500 durable
+// appends/s). One op is one committed append, synced to disk before it
+// returns (synchronous=FULL, what the server runs): events/s. Beside it, in
+// the same run, the same appends on a store opened with synchronous=NORMAL
+// (the WAL synced only at checkpoints; this server's setting before SPEC 5
+// asked for durable answers): normal-events/s, and full-vs-normal, the
+// durable append's time over the non-durable one's.
 func BenchmarkAppend(b *testing.B) {
-	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "append.db"), nil)
+	ctx := context.Background()
+	appends := func(s *Store, n int) {
+		for i := range n {
+			if _, err := s.Append(ctx, "20260101T000000Z-beef", "note", fmt.Sprintf("benchmark event %d with some words", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	normal, err := open(ctx, filepath.Join(b.TempDir(), "normal.db"), synchronousNormal, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer normal.Close()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "append.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -266,7 +284,17 @@ func BenchmarkAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	durable := b.Elapsed().Seconds() / float64(b.N)
+	b.StopTimer()
+	// As many non-durable appends as fit in about the same time, at least
+	// 1,000: enough to average over the WAL's own checkpoints.
+	n := max(1000, 10*b.N)
+	start := time.Now()
+	appends(normal, n)
+	fast := time.Since(start).Seconds() / float64(n)
+	b.ReportMetric(1/durable, "events/s")
+	b.ReportMetric(1/fast, "normal-events/s")
+	b.ReportMetric(durable/fast, "full-vs-normal")
 }
 
 // BenchmarkHash is the pure canonical+SHA-256 cost of one event.
@@ -488,4 +516,44 @@ func BenchmarkPortable1M(b *testing.B) {
 	b.ReportMetric(float64(imp)/float64(verify), "import-vs-verify")
 	b.ReportMetric(float64(bulk.Milliseconds())/n, "bulk-insert-ms")
 	b.ReportMetric(float64(imp)/float64(bulk), "import-vs-bulk-insert")
+}
+
+// BenchmarkAudit measures what a tool call's reply waits for its audit row
+// (Store.Audit: queue the row, wait until it is written, at most
+// auditSettle). One op is one call from one caller, so every row is a batch
+// of one and pays one sync (synchronous=FULL, what the server runs):
+// ms/audit. Beside it, in the same run, the same calls on a store with
+// synchronous=NORMAL: normal-ms/audit, and full-vs-normal.
+func BenchmarkAudit(b *testing.B) {
+	ctx := context.Background()
+	entry := AuditEntry{Session: "20260101T000000Z-beef", Tool: "read_query", Query: sql.NullString{String: "SELECT 1", Valid: true}, OK: true}
+	normal, err := open(ctx, filepath.Join(b.TempDir(), "normal.db"), synchronousNormal, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer normal.Close()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "audit.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Audit(ctx, entry); err != nil {
+			b.Fatal(err)
+		}
+	}
+	durable := b.Elapsed().Seconds() / float64(b.N)
+	b.StopTimer()
+	n := max(1000, 10*b.N)
+	start := time.Now()
+	for range n {
+		if err := normal.Audit(ctx, entry); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fast := time.Since(start).Seconds() / float64(n)
+	b.ReportMetric(durable*1e3, "ms/audit")
+	b.ReportMetric(fast*1e3, "normal-ms/audit")
+	b.ReportMetric(durable/fast, "full-vs-normal")
 }

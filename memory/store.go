@@ -124,6 +124,12 @@ var _ Auditor = (*Store)(nil)
 // creates whatever of the server schema is missing (SPEC 5). Objects that
 // exist are left alone, so a reference file's sqlite_master is unchanged.
 func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
+	return open(ctx, path, synchronousFull, log)
+}
+
+// open is Open with the connection's synchronous level: the server always
+// uses synchronousFull; the benchmark compares it with synchronousNormal.
+func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -134,7 +140,7 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("memory: create database folder: %w", err)
 	}
-	db, err := openDB(ctx, abs, true, log)
+	db, err := openDB(ctx, abs, true, syncLevel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +152,7 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
 	}
-	s, err := newStore(ctx, db, abs, log)
+	s, err := newStore(ctx, db, abs, syncLevel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +181,7 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	db, err := openDB(ctx, abs, false, log)
+	db, err := openDB(ctx, abs, false, synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +197,10 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 		db.Close()
 		return nil, fmt.Errorf("memory: %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	return newStore(ctx, db, abs, synchronousFull, log)
 }
 
-func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*Store, error) {
+func newStore(ctx context.Context, db *sql.DB, path, syncLevel string, log hclog.Logger) (*Store, error) {
 	s := &Store{db: db, path: path, log: log, now: time.Now}
 	var err error
 	if s.headStmt, err = db.PrepareContext(ctx, `SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`); err == nil {
@@ -207,15 +213,29 @@ func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*
 	}
 	// The audit writer shares the store's write mutex; it starts with the
 	// first row, because OpenExisting may have no query_log.
-	s.audit = newAuditWriter(db, &s.writeMu, func() time.Time { return s.now() }, log)
+	s.audit = newAuditWriter(db, path, syncLevel == synchronousFull, &s.writeMu, func() time.Time { return s.now() }, log)
 	return s, nil
 }
 
+// Synchronous levels (PRAGMA synchronous) of the memory connections.
+//
+// synchronousFull is what the server runs: in WAL mode SQLite syncs the
+// WAL at every commit, before the commit returns, so an answer that says a
+// row was written (append_event, checkpoint, an audit batch) is sent only
+// once the row survives a power cut (SPEC 5). synchronousNormal, SQLite's
+// usual WAL choice and this server's before, syncs only at checkpoints: a
+// commit is atomic and consistent but the last ones can be lost by a power
+// cut or a kernel crash; the benchmark measures it as the yardstick.
+const (
+	synchronousFull   = "FULL"
+	synchronousNormal = "NORMAL"
+)
+
 // openDB opens a pool on the file and checks that it is SQLite. With create
 // it also switches the file to WAL (persistent, so done once, not per
-// connection).
-func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(abs, create))
+// connection). syncLevel is the connections' PRAGMA synchronous.
+func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(abs, create, syncLevel))
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
 	}
@@ -257,11 +277,11 @@ func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sq
 }
 
 // dsn builds a file: URI (so any path character is escaped) with the
-// per-connection settings: busy timeout, synchronous=NORMAL (safe in WAL),
-// and BEGIN IMMEDIATE for every read-write transaction.
-func dsn(abs string, create bool) string {
+// per-connection settings: busy timeout, the synchronous level, and BEGIN
+// IMMEDIATE for every read-write transaction.
+func dsn(abs string, create bool, syncLevel string) string {
 	q := "_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=synchronous(" + syncLevel + ")&_txlock=immediate"
 	if !create {
 		q += "&mode=rw"
 	}

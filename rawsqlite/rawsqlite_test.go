@@ -1052,6 +1052,30 @@ func TestOverloadInnocuous(t *testing.T) {
 	}
 }
 
+func TestSyncWAL(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want bool
+	}{{"wal", true}, {"delete", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			c, _ := openTemp(t)
+			mustExec(t, c, "PRAGMA journal_mode="+tc.mode)
+			mustExec(t, c, "PRAGMA synchronous=NORMAL") // the commits below sync nothing in WAL mode
+			mustExec(t, c, "CREATE TABLE t (a)")
+			mustExec(t, c, "INSERT INTO t VALUES (1)")
+			synced, err := c.SyncWAL()
+			if err != nil || synced != tc.want {
+				t.Fatalf("SyncWAL() = %v, %v; want %v, nil", synced, err, tc.want)
+			}
+		})
+	}
+	c, _ := openTemp(t)
+	c.Close()
+	if _, err := c.SyncWAL(); err == nil {
+		t.Fatal("SyncWAL on a closed connection: no error")
+	}
+}
+
 // TestOpenImmutable: a path with URI characters names exactly that file,
 // and reading it leaves nothing beside it.
 func TestOpenImmutable(t *testing.T) {

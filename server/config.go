@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -235,7 +236,7 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (*C
 		if flagErr != nil {
 			return nil, nil, flagErr
 		}
-		return nil, nil, &UsageError{err.Error() + "\nTry: mcp-sqlite-memory --help"}
+		return nil, nil, &UsageError{flagError(err, opts)}
 	}
 	if err := c.check(); err != nil {
 		return nil, nil, err
@@ -268,6 +269,111 @@ func (c *Config) RequireDB() error {
 		return &UsageError{"no database given\nTry: mcp-sqlite-memory --db ./memory.db   (or set MCP_SQLITE_DB)"}
 	}
 	return nil
+}
+
+// flagError rewrites the flag package's error for an unknown flag, which
+// prints it with one dash ("flag provided but not defined: -dbb"), as the
+// help writes flags, with the closest real one.
+func flagError(err error, opts []option) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err.Error() + "\nTry: mcp-sqlite-memory --help"
+	}
+	var flags []string
+	for _, o := range opts {
+		flags = append(flags, o.flag)
+	}
+	msg := "unknown flag --" + name
+	if near := Closest(name, flags); near != "" {
+		msg += "; did you mean --" + near + "?"
+	}
+	return msg + "\nTry: mcp-sqlite-memory --help"
+}
+
+// Closest returns the candidate nearest to s by edit distance, or "" when
+// none is near enough to be a likely typo (more than a third of s's
+// letters away).
+func Closest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+2
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// DBPathProblem explains, as a usage error naming what to type instead, a
+// --db that cannot be a database file: a folder, or a path under a file.
+// nil when the path may be opened or created.
+func DBPathProblem(db string) error {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return &UsageError{fmt.Sprintf("--db %s is a folder; name a database file inside it\nTry: --db %s", db, filepath.Join(abs, "memory.db"))}
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return &UsageError{fmt.Sprintf("--db %s is under %s, which is a file, not a folder; put the database in a folder\nTry: --db %s", db, dir, filepath.Join(filepath.Dir(dir), filepath.Base(abs)))}
+			}
+			return nil
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return nil
+		}
+	}
+}
+
+// PathWarning is the one warning a server gives about its --db (empty when
+// there is none): a path starting with a literal "~" (no shell expanded
+// it, as in an MCP host's JSON config: it names a folder called "~"), or a
+// relative one (it follows the working directory the host starts the
+// server in, so each project may silently get its own file). It says what
+// the path resolved to and how to write it.
+func PathWarning(db string) string {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(db, "~"):
+		suggest := "the absolute path"
+		if rest, ok := strings.CutPrefix(db, "~"); ok && (rest == "" || rest[0] == '/' || rest[0] == '\\') {
+			if home, err := os.UserHomeDir(); err == nil {
+				suggest = filepath.Join(home, rest)
+			}
+		}
+		return fmt.Sprintf("--db %q starts with a literal \"~\", which only a shell expands: it resolved to %s, inside a folder named \"~\". Write the path in full: --db %s",
+			db, abs, suggest)
+	case !filepath.IsAbs(db):
+		return fmt.Sprintf("--db %q is relative, so it follows the working directory the server was started in: it resolved to %s. Write an absolute path (--db %s) so that every session finds the same file", db, abs, abs)
+	}
+	return ""
 }
 
 // Stem is the database file name without its extension.

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad sandbox", []string{"--sandbox", "maybe"}, nil, nil, "must be on or off"},
 		{"too little memory", []string{"--worker-memory-mb", "64"}, nil, nil, "from 128"},
 		{"zero timeout", []string{"--query-timeout", "0"}, nil, nil, "from 0.1 to 3600"},
-		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "flag provided but not defined: -dbb"},
+		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "unknown flag --dbb; did you mean --db?"},
 		{"limit above max", []string{"--default-limit", "2000"}, nil, nil, "--default-limit 2000 is larger than --max-rows 1000"},
 		{"standby above max", []string{"--standby-workers", "5", "--max-workers", "2"}, nil, nil, "--standby-workers 5 is larger than --max-workers 2"},
 		{"standby follows a smaller max", []string{"--max-workers", "2"}, nil, func(c *Config) bool { return c.MaxWorkers == 2 && c.StandbyWorkers == 2 }, ""},
@@ -130,6 +132,36 @@ func TestArgs(t *testing.T) {
 			}
 			if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: ") || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestPathWarning(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "memory.db")
+	cwd, _ := os.Getwd()
+	for _, tc := range []struct {
+		name, db string
+		want     []string // all in the warning; none: no warning
+	}{
+		{"absolute", abs, nil},
+		{"relative", "memory.db", []string{"is relative", filepath.Join(cwd, "memory.db"), "--db " + filepath.Join(cwd, "memory.db")}},
+		{"dot relative", "./data/m.db", []string{"is relative", filepath.Join(cwd, "data", "m.db")}},
+		{"literal tilde", "~/agent/memory.db", []string{`literal "~"`, filepath.Join(cwd, "~", "agent", "memory.db"), `folder named "~"`, "Write the path in full"}},
+		{"tilde user", "~bob/m.db", []string{`literal "~"`, "the absolute path"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PathWarning(tc.db)
+			if len(tc.want) == 0 {
+				if got != "" {
+					t.Fatalf("PathWarning(%q) = %q, want none", tc.db, got)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("PathWarning(%q) = %q, want it to contain %q", tc.db, got, w)
+				}
 			}
 		})
 	}

@@ -75,6 +75,9 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	if err := cfg.RequireDB(); err != nil {
 		return nil, err
 	}
+	if err := DBPathProblem(cfg.DB); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(cfg.DB)
 	if err != nil {
 		return nil, err

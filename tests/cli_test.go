@@ -129,7 +129,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--db", "x.db", "--max-rows", "many"}, 2, "Try: --max-rows 1000"},
-		{[]string{"--db", "x.db", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"--db", "x.db", "--no-such-flag"}, 2, "unknown flag --no-such-flag\nTry: mcp-sqlite-memory --help"},
 		{[]string{}, 2, "no database given"},
 		{[]string{"--help"}, 0, "Usage:"},
 		{[]string{"sample-db"}, 2, "sample-db takes one path"},

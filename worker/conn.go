@@ -103,6 +103,14 @@ func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	if err := c.Exec("PRAGMA foreign_keys=ON"); err != nil {
 		return fail("foreign keys", err)
 	}
+	// An agent's write is answered "ok" only once its commit is on disk
+	// (SPEC 5): FULL syncs the WAL (or, in rollback mode, the journal and
+	// the database) at every commit. It is SQLite's default; set here so
+	// that no build option or default of the library can weaken it, and
+	// the agent cannot change it (the policy refuses PRAGMA with a value).
+	if err := c.Exec("PRAGMA synchronous=FULL"); err != nil {
+		return fail("synchronous", err)
+	}
 	if err := declareInnocuousFTSFunctions(c); err != nil {
 		return fail("full-text functions", err)
 	}

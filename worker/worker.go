@@ -43,10 +43,16 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	// call that takes this worker gets the reason.
 	standbyErr := prepare(env, envErrs.MemoryMB, log)
 	if err := env.SignalReady(stdout); err != nil {
-		log.Error("telling the front this worker is ready failed", "error", err)
+		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
+	if err != nil && isTerminal(stdin) {
+		// A person typing, not the server or a fuzzer (they pipe): words
+		// and a failing status rather than a frame.
+		fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: not a worker request: %v\n\n%s", err, Help)
+		return 2
+	}
 	if err == nil {
 		err = admit(req, env.TempDir, log)
 	}
@@ -77,6 +83,37 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// Help is the worker binary's help text (--help).
+const Help = `mcp-sqlite-memory-worker runs one statement for mcp-sqlite-memory: the server
+starts it, sandboxed, writes one JSON request frame to its stdin and reads
+the answer (CSV or JSON inside a JSON frame) from its stdout. It is not
+meant to be run by hand; run the server instead:
+
+  mcp-sqlite-memory --db PATH            serve MCP over stdio
+  mcp-sqlite-memory call --db PATH TOOL 'JSON'   one tool call from a shell
+
+A request piped to it (as fuzzers do) gets a JSON frame answer, failures
+included, and exit status 0; worker/README.md describes the frames.
+`
+
+// Args handles command-line arguments, which the server never passes:
+// --help (or -h, help) prints Help; anything else is a usage error (2).
+func Args(args []string, stdout, stderr io.Writer) int {
+	switch args[0] {
+	case "--help", "-help", "-h", "help":
+		fmt.Fprint(stdout, Help)
+		return 0
+	}
+	fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: unexpected argument %q; it takes none\n\n%s", args[0], Help)
+	return 2
+}
+
+// isTerminal reports whether r is a terminal (see terminal for each OS).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && terminal(f)
 }
 
 // run applies the limits that depend on req, then executes it. It returns
@@ -177,6 +214,11 @@ func (ex *executor) classify(err error) error {
 		return errcode.New(errcode.DatabaseUnavailable, se.Msg)
 	case rawsqlite.ResultReadOnly:
 		return errcode.New(errcode.ReadOnly, se.Msg+"; this database is read-only")
+	}
+	if strings.HasPrefix(se.Msg, "no such table: ") {
+		// Both profiles have list_tables; the policy's TABLE_NOT_FOUND
+		// path says the same.
+		return errcode.New(errcode.SQL, se.Msg+"; list_tables shows the tables")
 	}
 	return errcode.New(errcode.SQL, se.Msg+matchHint(se.Msg, ex.req.SQL))
 }
