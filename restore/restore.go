@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
@@ -449,7 +450,7 @@ func safetySnapshot(o Options) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), worker.PreRestoreTag)
+	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag)
 	if err != nil {
 		return "", fmt.Errorf("could not write the safety snapshot of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
@@ -579,7 +580,7 @@ func newestSnapshots(dir, stem string, n int) []string {
 	}
 	var names []string
 	for _, e := range entries {
-		if worker.IsSnapshotName(e.Name(), stem) {
+		if ipc.IsSnapshotName(e.Name(), stem) {
 			names = append(names, e.Name())
 		}
 	}

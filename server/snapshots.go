@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // partialName is a fresh name for a snapshot being written:
@@ -51,7 +50,7 @@ func (s *Server) removeSnapshotLeftovers() {
 		}
 		return
 	}
-	for _, p := range worker.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
+	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("could not remove what a stopped snapshot left", "file", p, "error", err)
 			continue

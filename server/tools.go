@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // Argument bounds that do not come from the configuration.
@@ -303,7 +303,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	if !worker.ValidViewName(name) {
+	if !policy.ValidViewName(name) {
 		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
 	}
 	sel, err := a.str("select_sql", true, "")
@@ -428,11 +428,10 @@ func memoryError(err error) error {
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the database is busy; retry the call")
+	if errors.Is(err, memory.ErrBusy) {
+		return errcode.New(errcode.DatabaseUnavailable, "the database is busy; retry the call")
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the memory tables could not be read or written: "+msg)
+	return errcode.New(errcode.DatabaseUnavailable, "the memory tables could not be read or written: "+err.Error())
 }
 
 func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error) {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // The latency benchmarks measure what a user of an MCP host sees, through
@@ -251,9 +250,10 @@ func BenchmarkStandbyAnswer(b *testing.B) {
 	s := start(b, db)
 	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
 	s.ok("write_query", q("INSERT INTO items VALUES (1, 'one', 1.5, 3, 'a note')"))
-	env := append(os.Environ(), sandbox.Allowance{DB: db}.Env(), worker.EnvPreopen+"="+worker.PreopenValue(db, false))
-	env = append(env, ipc.StandbyEnv(256)...)
-	env = append(env, ipc.EnvWarm+"=1")
+	env := ipc.WorkerEnv{
+		Sandbox: &sandbox.Allowance{DB: db}, Preopen: db,
+		Ready: true, FrontPID: os.Getpid(), MemoryMB: 256, Warm: true,
+	}.Env(os.Environ())
 	req := fmt.Sprintf(`{"v":%d,"op":"query","db":%q,"mode":"read","sql":"SELECT id, name, price, qty, note FROM items WHERE id = 1",`+
 		`"caps":{"max_rows":1000,"max_result_bytes":32768,"max_cell_chars":2000,"max_update_rows":500},`+
 		`"limits":{"timeout_ms":10000,"memory_mb":256,"max_growth_mb":512,"sandbox":true}}`, ipc.Version, db)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -52,7 +53,7 @@ func (ex *executor) prepareAgent() (st *rawsqlite.Stmt, sum policy.Summary, read
 	}
 	err = ex.refuseVacuum(st)
 	if err == nil && sum.Schema && endsInOpenComment(text) {
-		err = ipc.NewError(ipc.CodeInvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
+		err = errcode.New(errcode.InvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
 	}
 	if err == nil {
 		err = ex.checkFTSCommands(st)
@@ -85,9 +86,9 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 			if explain {
 				what = "EXPLAIN is not allowed in query_database: " + what
 			}
-			return nil, ipc.NewError(ipc.CodeReadOnly, what)
+			return nil, errcode.New(errcode.ReadOnly, what)
 		}
-		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
+		return nil, errcode.New(errcode.ReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
 	}
 	caps := ex.caps()
 	out := newResult(ex.req.Format, caps, columnNames(st))
@@ -216,7 +217,7 @@ func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int6
 	}
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
-		return nil, 0, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
+		return nil, 0, errcode.New(errcode.Policy, fmt.Sprintf(
 			"this UPDATE would change %d rows, more than --max-update-rows=%d; it was rolled back and nothing changed. Narrow the WHERE clause, update in batches, or use destructive_query for a deliberate bulk update (it snapshots first)",
 			changes, ex.req.Caps.MaxUpdateRows))
 	}
@@ -296,10 +297,10 @@ func (ex *executor) refuseVacuum(st *rawsqlite.Stmt) error {
 	if err != nil {
 		// EXPLAIN of a statement that compiled cannot fail but for limits;
 		// refuse rather than run something unchecked.
-		return ipc.NewError(ipc.CodePolicy, "the statement could not be checked: "+err.Error())
+		return errcode.New(errcode.Policy, "the statement could not be checked: "+err.Error())
 	}
 	if found {
-		return ipc.NewError(ipc.CodePolicy, "VACUUM is not allowed in any tool (VACUUM INTO would write another file)")
+		return errcode.New(errcode.Policy, "VACUUM is not allowed in any tool (VACUUM INTO would write another file)")
 	}
 	return nil
 }

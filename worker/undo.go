@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -133,7 +134,7 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
+		return nil, errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
 	}
 	if ex.clock != nil && !ex.clock.Stop() {
 		return nil, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
@@ -159,7 +160,7 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 		if errors.As(err, &full) {
 			return nil, err
 		}
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be started, so the statement was not run: "+err.Error())
+		return nil, errcode.New(errcode.DatabaseUnavailable, "the undo record could not be started, so the statement was not run: "+err.Error())
 	}
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
 	restart()
@@ -225,13 +226,13 @@ func (ex *executor) keepUndo(t *taken) error {
 		if outOfMemory(err) {
 			return &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
 		}
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
+		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()
-	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, UndoTag, t.started)
+	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, ipc.UndoTag, t.started)
 	if err != nil {
 		t.abort()
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
+		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
 	}
 	t.rec, t.path, t.bytes, t.rows = nil, path, sum.Bytes, sum.Rows
 	rotate(s.Dir, s.Stem, s.Keep, ex)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
@@ -165,7 +166,7 @@ func TestUndoSnapshot(t *testing.T) {
 		undoRecordHook = func() { panic("stopped") }
 		defer func() { undoRecordHook = func() {} }()
 		resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, "DELETE FROM t"), log)
-		if resp.OK || resp.Code != ipc.CodeWorkerFailed {
+		if resp.OK || resp.Code != errcode.WorkerFailed {
 			t.Fatalf("%+v", resp)
 		}
 		// Only the partial file, which the front removes after a worker ends.
