@@ -296,21 +296,26 @@ func TestProgressNotifications(t *testing.T) {
 		}
 		return res
 	}
+	quickStart := time.Now()
 	if res := call("quick", "SELECT 1"); res.IsError {
 		t.Fatalf("quick call failed: %+v", res)
 	}
+	// A quick call hears nothing, unless the machine made it run past the
+	// first second (a loaded machine, Wine), when one notification is due.
+	quickTook := time.Since(quickStart)
 	if res := call("slow", runaway); !res.IsError {
 		t.Fatal("the runaway call was not stopped")
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	got = slices.DeleteFunc(got, func(n map[string]any) bool { return n["progressToken"] == "quick" && quickTook > time.Second })
 	if len(got) < 2 {
 		t.Fatalf("%d progress notifications during a 3 s call, want about one a second: %v", len(got), got)
 	}
 	last := 0.0
 	for _, n := range got {
 		if n["progressToken"] != "slow" {
-			t.Fatalf("notification for token %v: %v", n["progressToken"], n)
+			t.Fatalf("notification for token %v: %v (that call took %s)", n["progressToken"], n, quickTook)
 		}
 		p, _ := n["progress"].(float64)
 		total, _ := n["total"].(float64)
