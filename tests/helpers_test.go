@@ -2,6 +2,7 @@ package tests
 
 import (
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,3 +44,12 @@ func isWorkerArgs(args []string) bool {
 }
 
 func sleepBriefly() { time.Sleep(50 * time.Millisecond) }
+
+// tail is the last n bytes of a long text, for failure messages that must
+// stay readable.
+func tail(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	return fmt.Sprintf("...[%d bytes before]\n%s", len(text)-n, text[len(text)-n:])
+}

@@ -137,3 +137,6 @@ var stopSignals = map[string]func(*exec.Cmd) error{
 
 // newProcessGroup prepares cmd for the signals above (nothing on Linux).
 func newProcessGroup(*exec.Cmd) {}
+
+// signalUnsupported: every stop signal is delivered on Linux.
+func signalUnsupported(error) string { return "" }
