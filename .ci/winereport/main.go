@@ -43,6 +43,7 @@ var (
 func main() {
 	pkg := flag.String("p", "tests", "the package's name, for the report")
 	verbose := flag.Bool("v", false, "list every test that passed too")
+	failedFile := flag.String("failed", "", "write the names of the tests that failed, one a line, to this file")
 	flag.Parse()
 
 	results := map[string]*result{}
@@ -151,6 +152,16 @@ func main() {
 					shown++
 				}
 			}
+		}
+	}
+	if *failedFile != "" {
+		var names []string
+		for _, f := range failed {
+			names = append(names, strings.Fields(f)[0])
+		}
+		if err := os.WriteFile(*failedFile, []byte(strings.Join(names, "\n")), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
 		}
 	}
 	died := pkgAction == "" || (pkgAction == "fail" && len(failed) == 0 && len(cleanupOnly) == 0)
