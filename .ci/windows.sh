@@ -18,6 +18,8 @@
 #   WINE_TESTS=0   build only, never install or run Wine
 #   WINE_TESTS=1   fail (exit 1) when Wine cannot be installed or started
 #   WINE_E2E=0     skip the end-to-end suite
+#   WINE_BENCH=1   also run the latency and spawn benchmarks under Wine
+#                  (ratios against an empty Go .exe; docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -33,6 +35,11 @@ done
 GOOS=windows GOARCH=amd64 go test -c -o "$work/tests.test.exe" ./tests
 mkdir -p "$work/bin"
 GOOS=windows GOARCH=amd64 go build -o "$work/bin/" ./cmd/mcp-sqlite-memory ./cmd/mcp-sqlite-memory-worker
+# The spawn benchmark's yardstick: an empty Go program, built the same way.
+mkdir -p "$work/empty"
+printf 'package main\n\nfunc main() {}\n' >"$work/empty/main.go"
+printf 'module empty\n\ngo 1.26\n' >"$work/empty/go.mod"
+(cd "$work/empty" && GOOS=windows GOARCH=amd64 go build -o "$work/bin/empty.exe" .)
 echo "built Windows test binaries: ${pkgs[*]} tests, and the server and worker .exe pair"
 
 skip() {
@@ -134,8 +141,8 @@ done
 
 # The end-to-end suite. Its tests use testDir, whose cleanup works under
 # Wine, so any failure here is a failure.
+bindir="Z:$(echo "$work/bin" | tr / '\\')"
 if [ "${WINE_E2E:-1}" != 0 ]; then
-  bindir="Z:$(echo "$work/bin" | tr / '\\')"
   run_e2e() {
     (cd "$root/tests" && MCP_SQLITE_E2E_BIN="$bindir" timeout 1500 "$wine" "$work/tests.test.exe" \
       -test.v=test2json -test.short -test.timeout 1400s "$@") 2>&1 | go tool test2json -t -p tests
@@ -156,5 +163,12 @@ if [ "${WINE_E2E:-1}" != 0 ]; then
   else
     failed=1
   fi
+fi
+
+if [ "${WINE_BENCH:-0}" = 1 ]; then
+  echo "wine: benchmarks (Wine is not Windows: its process starts and pipes cost what Wine's server makes them cost)"
+  (cd "$root/tests" && MCP_SQLITE_E2E_BIN="$bindir" timeout 1200 "$wine" "$work/tests.test.exe" \
+    -test.run '^$' -test.bench "${WINE_BENCH_PATTERN:-CallLatency|WorkerSpawn}" -test.benchtime "${WINE_BENCHTIME:-20x}") 2>&1 \
+    | grep -E '^(Benchmark|ok|FAIL|PASS)' || failed=1
 fi
 exit "$failed"

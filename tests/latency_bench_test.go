@@ -134,6 +134,10 @@ func percentile(d []time.Duration, p float64) float64 {
 // emptyProgram builds a Go program whose main does nothing: the floor of
 // starting any Go process on this machine.
 func emptyProgram(b *testing.B) string {
+	if prebuilt := os.Getenv(prebuiltEnv); prebuilt != "" {
+		// Built beside the pair (.ci/windows.sh), for a machine without Go.
+		return filepath.Join(prebuilt, "empty"+filepath.Ext(serverBin))
+	}
 	dir := testDir(b)
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		b.Fatal(err)
@@ -173,11 +177,18 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 	start(b, db).ok("verify_chain", nil)
 	sandboxEnv := sandbox.Allowance{DB: db}.Env()
 	static := testDir(b)
-	for bin, pkg := range map[string]string{"server": "../cmd/mcp-sqlite-memory", "worker": "../cmd/mcp-sqlite-memory-worker"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(static, bin), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("static build: %v\n%s", err, out)
+	staticWorker, staticServer := filepath.Join(static, "worker"), filepath.Join(static, "server")
+	if os.Getenv(prebuiltEnv) != "" {
+		// Prebuilt binaries are cross-compiled, and so already built
+		// without cgo: the static variants are the pair itself.
+		staticWorker, staticServer = workerBin, serverBin
+	} else {
+		for bin, pkg := range map[string]string{staticServer: "../cmd/mcp-sqlite-memory", staticWorker: "../cmd/mcp-sqlite-memory-worker"} {
+			cmd := exec.Command("go", "build", "-o", bin, pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("static build: %v\n%s", err, out)
+			}
 		}
 	}
 	type variant struct {
@@ -195,13 +206,13 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 		{name: "worker", bin: workerBin},
 		{name: "worker-sandbox", bin: workerBin, env: []string{sandboxEnv}},
 		{name: "worker-launched", bin: workerBin, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
-		{name: "worker-static-sandbox", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}},
+		{name: "worker-static-sandbox", bin: staticWorker, env: []string{sandboxEnv}},
 		// The lean worker built with CGO_ENABLED=0, started as the server
 		// starts it: no dynamic loader, no libc to map.
-		{name: "worker-static-launched", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
+		{name: "worker-static-launched", bin: staticWorker, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
 		{name: "server", bin: serverBin, args: []string{"worker"}},
 		{name: "server-sandbox", bin: serverBin, args: []string{"worker"}, env: []string{sandboxEnv}},
-		{name: "server-static-sandbox", bin: filepath.Join(static, "server"), args: []string{"worker"}, env: []string{sandboxEnv}},
+		{name: "server-static-sandbox", bin: staticServer, args: []string{"worker"}, env: []string{sandboxEnv}},
 	}
 	b.ResetTimer()
 	for range b.N {
