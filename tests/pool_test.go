@@ -166,9 +166,6 @@ func TestPoolServesBurst(t *testing.T) {
 // run (a stream of back-to-back calls is bound by worker starts), not one
 // at a time.
 func TestStreamRefillsThePoolAtOnce(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("counts workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	s, logs := startLogged(t, serverBin, db, "-v", "--max-workers", "6", "--standby-workers", "3", "--query-timeout", "3")
@@ -193,7 +190,7 @@ func TestStreamRefillsThePoolAtOnce(t *testing.T) {
 // sandbox and its limits before any request reaches it.
 func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
+		t.Skip("reads Landlock's and rlimit's marks in /proc; on Windows TestStandbyInAJobWhileWaiting checks the Job Object")
 	}
 	t.Parallel()
 	db := newDB(t)
