@@ -86,12 +86,11 @@ func TestSpawnerProgress(t *testing.T) {
 			s := helperSpawner(t, tt.mode, 0)
 			var mu sync.Mutex
 			var got []Progress
-			ctx := WithProgress(context.Background(), func(p Progress) {
+			resp := s.RunWithProgress(context.Background(), &Request{Op: OpQuery, DB: "x.db", Snapshot: tt.snapshot, Limits: Limits{TimeoutMS: tt.timeoutMS}}, func(p Progress) {
 				mu.Lock()
 				got = append(got, p)
 				mu.Unlock()
 			})
-			resp := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Snapshot: tt.snapshot, Limits: Limits{TimeoutMS: tt.timeoutMS}})
 			if tt.wantCode == "" {
 				if !resp.OK || resp.Text != tt.wantText {
 					t.Fatalf("got %+v, want ok %q", resp, tt.wantText)

@@ -38,6 +38,7 @@ const (
 	OpDescribeTable = "describe_table" // columns, foreign keys, indexes
 	OpSchema        = "get_schema"     // every CREATE statement as stored
 	OpSearch        = "search_text"    // SQL narrows rows, a regexp matches inside them
+	OpSnapshot      = "snapshot"       // back the database up now (Snapshot), run nothing else
 )
 
 // Request is what the front asks of one worker process.
@@ -84,7 +85,8 @@ type Limits struct {
 	Sandbox bool `json:"sandbox"`
 }
 
-// Snapshot asks a destructive query to back the database up first.
+// Snapshot asks a destructive query to back the database up first, or
+// OpSnapshot to back it up and do nothing else.
 type Snapshot struct {
 	Dir  string `json:"dir"`
 	Stem string `json:"stem"`
@@ -202,7 +204,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (front and worker binaries must match)", req.Version, MinVersion, Version))
 	}
 	switch req.Op {
-	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch:
+	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch, OpSnapshot:
 	default:
 		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("unknown op %q", req.Op))
 	}

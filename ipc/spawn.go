@@ -161,8 +161,14 @@ func allowanceOf(env []string) *sandbox.Allowance {
 // with the matching code; Run never returns a nil Response.
 // Cancelling ctx kills the worker (its process group) at once and yields
 // CANCELLED: the client cancelled the call, or the server is stopping.
-// Progress frames of the worker go to the function set with WithProgress.
 func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
+	return s.RunWithProgress(ctx, req, nil)
+}
+
+// RunWithProgress is Run that passes each progress frame of the worker to
+// onProgress (if not nil), in order, on a goroutine of its own; all calls
+// are done before it returns.
+func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress func(Progress)) *Response {
 	req.Version = Version
 	if err := checkRequestSize(req); err != nil {
 		return Failure(err)
@@ -180,7 +186,7 @@ func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
 			return Failure(err)
 		}
 	}
-	return p.run(ctx, req, &s.background)
+	return p.run(ctx, req, onProgress, &s.background)
 }
 
 // Close kills the standby workers. Running requests finish on their own
@@ -670,15 +676,6 @@ type readResult struct {
 	err  error
 }
 
-type progressKey struct{}
-
-// WithProgress returns a context under which Run passes each progress frame
-// of its worker to fn, in order, on a goroutine of its own; all calls are
-// done before Run returns.
-func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
-}
-
 // budgets are the kill deadlines of one request: the statement's timeout,
 // and a destructive query's own snapshot budget, which the worker opens
 // and closes with progress frames.
@@ -700,9 +697,8 @@ func budgetsOf(req *Request) budgets {
 	return b
 }
 
-func (p *process) run(ctx context.Context, req *Request, background *sync.WaitGroup) *Response {
+func (p *process) run(ctx context.Context, req *Request, onProgress func(Progress), background *sync.WaitGroup) *Response {
 	b := budgetsOf(req)
-	onProgress, _ := ctx.Value(progressKey{}).(func(Progress))
 	// Phase changes reach the kill timer below: at most a snapshot start
 	// and, after it, a statement start, so two slots never block.
 	phases := make(chan string, 2)

@@ -8,6 +8,7 @@
 //	plan, err := search.NewPlan(obj, columns, keyColumn, where, candidateCap)
 //	// compile plan.SQL under the policy, check search.CheckWhere(where) and
 //	// the column count, step at most candidateCap+1 rows, then per value:
+//	v = search.MarkNewlines(v)
 //	if loc := re.FindStringIndex(v); loc != nil {
 //		snippet := search.Snippet(v, loc[0], loc[1], contextChars)
 //	}
@@ -24,11 +25,14 @@
 //     comments its parentheses balance and never close the one the SQL puts
 //     around it, and it may not end inside a string or a block comment.
 //     Otherwise "1) UNION SELECT ..." could change what the statement reads.
-//   - The snippet counts context in characters (runes) of the stored value,
-//     never splitting a UTF-8 sequence; an invalid byte counts as one. A
-//     line feed shows as the two characters \n and a carriage return as \r
-//     (so CRLF reads \r\n); other characters, backslashes included, are
-//     shown as they are.
+//   - Every line break of a value (CR LF as one, LF, CR) reads as ⏎
+//     (U+23CE), as in the reference since 0.2.0, both where the pattern
+//     matches and in the snippet: ".*" runs across lines and "⏎" finds a
+//     break, while RE2's \n matches nothing. Line breaks in the pattern
+//     itself become ⏎ too. Backslashes are shown as they are.
+//   - The snippet counts context in characters (runes) of the marked
+//     value, a ⏎ counting as one, never splitting a UTF-8 sequence; an
+//     invalid byte counts as one.
 //   - INTEGER and REAL values are searched in the form read_query prints
 //     them; NULL and BLOB values are skipped.
 //   - A pattern that can match the empty string (a*) matches every value,

@@ -270,11 +270,13 @@ func openParens(depth int) error {
 // Compile turns the agent's pattern into a matcher: RE2 syntax, or the
 // literal text with fixedStrings, case-insensitive with ignoreCase. An
 // empty or invalid pattern is INVALID_ARGUMENT with the parser's message.
+// Line breaks in the pattern itself are marked as in the values
+// (MarkNewlines), so that a two-line literal still finds its text.
 func Compile(pattern string, ignoreCase, fixedStrings bool) (*regexp.Regexp, error) {
 	if pattern == "" {
 		return nil, invalid("pattern must not be empty")
 	}
-	expr := pattern
+	expr := MarkNewlines(pattern)
 	if fixedStrings {
 		expr = regexp.QuoteMeta(expr)
 	}
@@ -288,10 +290,41 @@ func Compile(pattern string, ignoreCase, fixedStrings bool) (*regexp.Regexp, err
 	return re, nil
 }
 
+// NewlineMark is what every line break of a value reads as in search_text
+// (U+23CE RETURN SYMBOL), as in the reference server since 0.2.0: the
+// pattern is matched against the marked text and the snippet shows it, so
+// ".*" runs across lines, "⏎" itself can be searched, and a backslash-n in
+// the text (LaTeX \nabla, a Windows path) is never mistaken for a break.
+const NewlineMark = "\u23ce"
+
+// MarkNewlines returns s with every line break (CR LF as one, LF, CR)
+// replaced by NewlineMark; s itself when it has none.
+func MarkNewlines(s string) string {
+	breaks := strings.Count(s, "\n") + strings.Count(s, "\r")
+	if breaks == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + breaks*(len(NewlineMark)-1))
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(NewlineMark)
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			i++
+		}
+		s = s[i+1:]
+	}
+}
+
 // Snippet shows the match s[start:end] with up to context characters of s
-// on each side, "..." where s goes on beyond them, and the value's line
-// feeds and carriage returns as \n and \r. start and end must lie on
-// character boundaries, as regexp's indexes do.
+// on each side, and "..." where s goes on beyond them. s is the text the
+// pattern matched, line breaks already marked (MarkNewlines). start and
+// end must lie on character boundaries, as regexp's indexes do.
 func Snippet(s string, start, end, context int) string {
 	from := start
 	for n := 0; n < context && from > 0; n++ {
@@ -304,25 +337,11 @@ func Snippet(s string, start, end, context int) string {
 		to += size
 	}
 	var b strings.Builder
-	b.Grow(to - from + 8)
+	b.Grow(to - from + 6)
 	if from > 0 {
 		b.WriteString("...")
 	}
-	part := s[from:to]
-	for {
-		i := strings.IndexAny(part, "\n\r")
-		if i < 0 {
-			b.WriteString(part)
-			break
-		}
-		b.WriteString(part[:i])
-		if part[i] == '\n' {
-			b.WriteString(`\n`)
-		} else {
-			b.WriteString(`\r`)
-		}
-		part = part[i+1:]
-	}
+	b.WriteString(s[from:to])
 	if to < len(s) {
 		b.WriteString("...")
 	}

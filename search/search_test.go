@@ -28,10 +28,7 @@ func TestSnippet(t *testing.T) {
 		{"multibyte match", "日本語のテキスト", "テキ", 1, "...のテキス..."},
 		{"emoji never split", "😀😀😀needle😀😀😀", "needle", 1, "...😀needle😀..."},
 		{"four-byte rune at the edge", "😀needle", "needle", 1, "😀needle"},
-		{"newline shown escaped", "line1\nneedle\nline3", "needle", 80, `line1\nneedle\nline3`},
-		{"newline counts as one char", "ab\nneedle", "needle", 1, `...\nneedle`},
-		{"CRLF", "a\r\nneedle", "needle", 2, `...\r\nneedle`}, {"CRLF whole", "\r\nneedle", "needle", 2, `\r\nneedle`},
-		{"newline inside the match", "foo\nbar", "o\nb", 0, `...o\nb...`},
+		{"newline counts as one char", "ab⏎needle", "needle", 1, "...⏎needle"},
 		{"backslash kept as is", `C:\dir\needle`, "needle", 1, `...\needle`},
 		{"empty match at start", "abc", "x*", 1, "a..."},
 	}
@@ -75,6 +72,53 @@ func TestSnippetNeverSplitsRunes(t *testing.T) {
 		if n := utf8.RuneCountInString(after); n != min(ctx, 6) {
 			t.Errorf("context %d: %d runes after in %q", ctx, n, got)
 		}
+	}
+}
+
+// TestNewlineMarks: every line break of a value reads as ⏎ where the
+// pattern matches and in the snippet (SPEC 5.2), so a pattern runs across
+// lines and a backslash-n in the text stays what it is.
+func TestNewlineMarks(t *testing.T) {
+	tests := []struct {
+		name, value, pattern string
+		fixed                bool
+		context              int
+		want                 string // "" when nothing may match
+	}{
+		{"LF", "line1\nneedle\nline3", "needle", false, 80, "line1⏎needle⏎line3"},
+		{"CRLF is one break", "a\r\nneedle", "needle", false, 2, "a⏎needle"},
+		{"lone CR", "a\rneedle", "needle", false, 1, "...⏎needle"},
+		{"LF CR is two breaks", "a\n\rneedle", "needle", false, 2, "...⏎⏎needle"},
+		{"dot-star across lines", "Courant-Fischer:\n$\\dim S = k$", "Courant.*dim", false, 2, "Courant-Fischer:⏎$\\dim S..."},
+		{"the mark can be searched", "first\r\nsecond", "t⏎s", true, 1, "...st⏎se..."},
+		{"backslash-n text is no break", `$\dim S = k$?⏎Second line with \nabla f`, `\\nabla`, false, 5, "...with \\nabla f"},
+		{"RE2 \\n matches no break", "one\ntwo", `one\ntwo`, false, 0, ""},
+		{"a two-line literal finds its text", "x\r\ny", "x\ny", true, 0, "x⏎y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			re, err := Compile(tt.pattern, false, tt.fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := MarkNewlines(tt.value)
+			loc := re.FindStringIndex(v)
+			if tt.want == "" {
+				if loc != nil {
+					t.Fatalf("%q matched %q at %v", tt.pattern, v, loc)
+				}
+				return
+			}
+			if loc == nil {
+				t.Fatalf("%q does not match %q", tt.pattern, v)
+			}
+			if got := Snippet(v, loc[0], loc[1], tt.context); got != tt.want {
+				t.Errorf("Snippet = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if s := "no breaks"; MarkNewlines(s) != s {
+		t.Error("a value without breaks changed")
 	}
 }
 

@@ -121,6 +121,23 @@ func (a args) strs(name string) ([]string, error) {
 	return out, nil
 }
 
+// list returns a list argument given as an array of strings, or as one
+// string of comma-separated items (the reference server's form, e.g.
+// "prompt,compaction"); nil when absent or null. Items of the string form
+// are split at commas; the caller strips items and drops empty ones, so
+// "" is an empty list. Array items are taken whole.
+func (a args) list(name string) ([]string, error) {
+	if s, ok := a.m[name].(string); ok {
+		return strings.Split(s, ","), nil
+	}
+	if v := a.m[name]; v != nil {
+		if _, ok := v.([]any); !ok {
+			return nil, invalid("%s must be an array of strings or one comma-separated string, got %s", name, typeName(v))
+		}
+	}
+	return a.strs(name)
+}
+
 func typeName(v any) string {
 	switch v.(type) {
 	case nil:

@@ -112,7 +112,7 @@ func options() []option {
 		intOption("max-cell-chars", "MCP_SQLITE_MAX_CELL_CHARS", "2000", "longer cells are cut to this many characters", 8, 1<<30, func(c *Config, n int) { c.MaxCellChars = n }),
 		intOption("max-update-rows", "MCP_SQLITE_MAX_UPDATE_ROWS", "500", "an UPDATE in write_query changing more rows is rolled back", 1, math.MaxInt32, func(c *Config, n int) { c.MaxUpdateRows = n }),
 		intOption("search-candidates", "MCP_SQLITE_SEARCH_CANDIDATES", "5000", "rows search_text reads at most", 1, 10_000_000, func(c *Config, n int) { c.SearchCandidates = n }),
-		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept by destructive_query (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
+		intOption("snapshots", "MCP_SQLITE_SNAPSHOTS", "5", "snapshots kept, of destructive_query and the snapshot tool (0 disables them)", 0, 10_000, func(c *Config, n int) { c.Snapshots = n }),
 		stringOption("snapshot-dir", []string{"MCP_SQLITE_SNAPSHOT_DIR"}, "", "snapshot folder (default <db dir>/<stem>.snapshots)", func(c *Config, v string) { c.SnapshotDir = v }),
 		{flag: "snapshot-timeout", env: []string{"MCP_SQLITE_SNAPSHOT_TIMEOUT"}, def: "300", help: "seconds destructive_query's snapshot may take; the statement's --query-timeout starts after it", apply: func(c *Config, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

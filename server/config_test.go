@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -120,6 +121,44 @@ func TestArgs(t *testing.T) {
 			}
 			if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: ") || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestArgsList: a list argument is an array of strings, or one string split
+// at commas (the reference's exclude_kinds="prompt,compaction").
+func TestArgsList(t *testing.T) {
+	tests := []struct {
+		name string
+		v    any
+		want []string
+		err  string
+	}{
+		{"absent", nil, nil, ""},
+		{"array", []any{"prompt", "a,b"}, []string{"prompt", "a,b"}, ""},
+		{"empty array", []any{}, []string{}, ""},
+		{"comma-separated", "prompt, compaction,,session-end", []string{"prompt", " compaction", "", "session-end"}, ""},
+		{"one item", "note", []string{"note"}, ""},
+		{"empty string", "", []string{""}, ""},
+		{"number", 3.0, nil, "exclude_kinds must be an array of strings or one comma-separated string, got a number"},
+		{"array of numbers", []any{"a", 1.0}, nil, "exclude_kinds must be an array of strings; found a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]any{}
+			if tt.v != nil {
+				m["exclude_kinds"] = tt.v
+			}
+			got, err := args{tool: "get_resume_context", m: m}.list("exclude_kinds")
+			if tt.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: "+tt.err) {
+					t.Fatalf("got %v, want INVALID_ARGUMENT: %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tt.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 )
 
 // progressEvery is how often a call with a progress token hears from the
@@ -26,6 +27,7 @@ var progressEvery = time.Second
 type progress struct {
 	s     *Server
 	ctx   context.Context
+	stdio *mcpstdio.Call // nil for in-process clients
 	token mcp.ProgressToken
 	tool  string
 	start time.Time
@@ -38,9 +40,9 @@ type progress struct {
 	done chan struct{}
 }
 
-func (s *Server) startProgress(ctx context.Context, token mcp.ProgressToken, tool string, start time.Time) *progress {
+func (s *Server) startProgress(ctx context.Context, stdio *mcpstdio.Call, token mcp.ProgressToken, tool string, start time.Time) *progress {
 	p := &progress{
-		s: s, ctx: ctx, token: token, tool: tool, start: start,
+		s: s, ctx: ctx, stdio: stdio, token: token, tool: tool, start: start,
 		deadline: start.Add(s.cfg.QueryTimeout),
 		quit:     make(chan struct{}), done: make(chan struct{}),
 	}
@@ -48,7 +50,7 @@ func (s *Server) startProgress(ctx context.Context, token mcp.ProgressToken, too
 	return p
 }
 
-// worker takes the worker's progress frames (ipc.WithProgress).
+// worker takes the worker's progress frames (ipc.Spawner.RunWithProgress).
 func (p *progress) worker(f ipc.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -105,8 +107,8 @@ func (p *progress) send(now time.Time) {
 		"message":       msg,
 	}
 	var err error
-	if p.s.out != nil {
-		err = p.s.out.notify(string(mcp.MethodNotificationProgress), params)
+	if p.stdio != nil {
+		err = p.stdio.Notify(string(mcp.MethodNotificationProgress), params)
 	} else if srv := mcpserver.ServerFromContext(p.ctx); srv != nil {
 		err = srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), params)
 	}

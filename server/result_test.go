@@ -12,6 +12,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 )
 
 // bulkTexts are results on both sides of bulkMin with everything encoding/json
@@ -38,9 +40,9 @@ func bulkTexts() []string {
 	}
 }
 
-// The bytes a host reads are identical whether mcp-go encodes a text itself
-// or bulkWriter splices it in, for small and bulk texts alike, through
-// mcp-go's own stdio server.
+// The bytes a host reads are identical whether mcp-go's stdio server
+// encodes a text itself or the stdio loop writes it already encoded, for
+// small and bulk texts alike.
 func TestBulkTextWireIsIdentical(t *testing.T) {
 	texts := bulkTexts()
 	plain := stdioTranscript(t, texts, false)
@@ -73,26 +75,31 @@ func TestBulkTextWireIsIdentical(t *testing.T) {
 	}
 }
 
-// stdioTranscript serves texts through mcp-go's stdio server, one tools/call
-// at a time, and returns the lines written: the initialize answer, then one
-// line per text.
+// stdioTranscript serves texts, one tools/call at a time, through mcp-go's
+// own stdio server (splice false) or through the stdio loop with
+// textResult (splice true), and returns the lines written: the initialize
+// answer, then one line per text.
 func stdioTranscript(t *testing.T, texts []string, splice bool) []string {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var bulk *bulkWriter
-	var w io.Writer = outW
-	if splice {
-		bulk = newBulkWriter(outW)
-		w = bulk
-	}
 	s := mcpserver.NewMCPServer("bulk-test", "1", mcpserver.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("text", mcp.WithNumber("n")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return bulk.textResult(texts[req.GetInt("n", 0)]), nil
+		text := texts[req.GetInt("n", 0)]
+		if !splice {
+			return mcp.NewToolResultText(text), nil
+		}
+		return textResult(mcpstdio.CallFrom(ctx), text), nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mcpserver.NewStdioServer(s).Listen(ctx, inR, w) }()
+	go func() {
+		if splice {
+			done <- mcpstdio.Serve(ctx, s, inR, outW, mcpstdio.Options{})
+		} else {
+			done <- mcpserver.NewStdioServer(s).Listen(ctx, inR, outW)
+		}
+	}()
 	out := bufio.NewReaderSize(outR, 1<<20)
 	var lines []string
 	call := func(line string) {
@@ -116,45 +123,7 @@ func stdioTranscript(t *testing.T, texts []string, splice bool) []string {
 	inW.Close()
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
 	<-done
-	if bulk != nil && len(bulk.pending) != 0 {
-		t.Errorf("%d spliced texts left pending", len(bulk.pending))
-	}
 	return lines
-}
-
-func TestBulkWriterPassesOtherLinesThrough(t *testing.T) {
-	var out bytes.Buffer
-	b := newBulkWriter(&out)
-	res := b.textResult(strings.Repeat("y", bulkMin))
-	marker := res.Content[0].(mcp.TextContent).Text
-	unknown := marker[:strings.LastIndexByte(marker, '/')+1] + "999"
-	tests := []string{
-		`{"jsonrpc":"2.0","method":"notifications/progress"}` + "\n",
-		`{"text":"` + unknown + `"}` + "\n",
-		`{"text":"` + marker[:len(marker)-1] + "\n", // no closing quote
-	}
-	for _, line := range tests {
-		out.Reset()
-		if n, err := b.Write([]byte(line)); err != nil || n != len(line) || out.String() != line {
-			t.Errorf("Write(%q) = %d, %v; wrote %q", line, n, err, out.String())
-		}
-	}
-	out.Reset()
-	line := `{"text":"` + marker + `"}` + "\n"
-	if n, err := b.Write([]byte(line)); err != nil || n != len(line) {
-		t.Fatalf("Write = %d, %v", n, err)
-	}
-	if want := `{"text":"` + strings.Repeat("y", bulkMin) + `"}` + "\n"; out.String() != want {
-		t.Errorf("spliced line is %d bytes, want %d", out.Len(), len(want))
-	}
-	if len(b.pending) != 0 {
-		t.Error("the spliced text is still pending")
-	}
-	// A second write of the same marker is not spliced again.
-	out.Reset()
-	if _, _ = b.Write([]byte(line)); out.String() != line {
-		t.Errorf("second write = %q", out.String())
-	}
 }
 
 func TestAppendJSONTextMatchesEncodingJSON(t *testing.T) {
@@ -185,35 +154,50 @@ func FuzzAppendJSONText(f *testing.F) {
 
 // BenchmarkToolResultEncoding is the front's cost of putting a 100,000-row
 // CSV export (5.3 MB) on the wire: mcp-go's own encoding of the JSON-RPC
-// response against the bulk splice, both written to io.Discard as mcp-go's
-// stdio server writes them.
+// response (json.Marshal, then a line as its stdio server writes it)
+// against the bulk text the stdio loop writes already encoded, both
+// through the stdio loop to io.Discard.
 func BenchmarkToolResultEncoding(b *testing.B) {
 	text := bulkTexts()[4]
 	for len(text) < 5<<20 {
 		text += text[:len(text)/2]
 	}
-	encode := func(w io.Writer, res *mcp.CallToolResult) {
-		line, err := json.Marshal(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Result: res})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := fmt.Fprintf(w, "%s\n", line); err != nil {
-			b.Fatal(err)
-		}
+	for _, tt := range []struct {
+		name string
+		bulk bool
+	}{{"mcp-go", false}, {"bulk-splice", true}} {
+		b.Run(tt.name, func(b *testing.B) {
+			s := mcpserver.NewMCPServer("bench", "1", mcpserver.WithToolCapabilities(false))
+			s.AddTool(mcp.NewTool("text"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if tt.bulk {
+					return textResult(mcpstdio.CallFrom(ctx), text), nil
+				}
+				return mcp.NewToolResultText(text), nil
+			})
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- mcpstdio.Serve(ctx, s, inR, outW, mcpstdio.Options{}) }()
+			out := bufio.NewReaderSize(outR, 8<<20)
+			call := func(line string) {
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := out.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
+					b.Fatal(err)
+				}
+			}
+			call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"text"}}`)
+			}
+			cancel()
+			inW.Close()
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			<-done
+		})
 	}
-	b.Run("mcp-go", func(b *testing.B) {
-		b.SetBytes(int64(len(text)))
-		b.ReportAllocs()
-		for b.Loop() {
-			encode(io.Discard, mcp.NewToolResultText(text))
-		}
-	})
-	b.Run("bulk-splice", func(b *testing.B) {
-		bw := newBulkWriter(io.Discard)
-		b.SetBytes(int64(len(text)))
-		b.ReportAllocs()
-		for b.Loop() {
-			encode(bw, bw.textResult(text))
-		}
-	})
 }

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
@@ -56,4 +58,48 @@ func (s *Server) removeSnapshotLeftovers() {
 		}
 		s.log.Info("removed what a stopped snapshot left", "file", p)
 	}
+}
+
+// snapshotSkipped is the snapshot tool's answer when no snapshot was
+// written; the audit row's detail says why.
+const snapshotSkipped = "ok: snapshot skipped (disabled or target unavailable)"
+
+// snapshotTool answers snapshot(reason="manual"): a full copy taken by a
+// worker, as destructive_query's snapshot is (the worker path already
+// copies a file other servers may be writing, under the sandbox, with
+// progress and a kill on cancellation). A snapshot that cannot be taken
+// (disabled, a folder that cannot be made, a full disk, its time budget
+// spent) is reported as skipped, never raised, as the reference does; a
+// cancelled call gets no answer, like any other.
+func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, error) {
+	if err := a.only("reason"); err != nil {
+		return outcome{}, err
+	}
+	reason, err := a.str("reason", false, "manual")
+	if err != nil {
+		return outcome{}, err
+	}
+	if reason = strings.TrimSpace(reason); reason == "" {
+		reason = "manual"
+	}
+	c.setQuery(reason)
+	c.detail["reason"] = reason
+	skip := func(why string) (outcome, error) {
+		c.detail["snapshot"], c.detail["skipped"] = nil, why
+		s.log.Warn("snapshot skipped", "reason", reason, "why", why)
+		return outcome{text: snapshotSkipped}, nil
+	}
+	if s.cfg.Snapshots <= 0 {
+		return skip("snapshots are disabled (--snapshots 0)")
+	}
+	req := s.request(ipc.OpSnapshot, "read")
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	resp, err := s.run(c, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return outcome{}, err
+		}
+		return skip(err.Error())
+	}
+	return outcome{text: resp.Text}, nil
 }

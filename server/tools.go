@@ -55,6 +55,18 @@ func newTool(name, title string, h hints, opts ...mcp.ToolOption) mcp.Tool {
 	return mcp.NewTool(name, append(base, opts...)...)
 }
 
+// stringOrStrings lets a property be an array of strings or one string,
+// so that hosts validating arguments against the schema accept both forms
+// of a list (get_resume_context's exclude_kinds).
+func stringOrStrings() mcp.PropertyOption {
+	return func(schema map[string]any) {
+		schema["anyOf"] = []any{
+			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			map[string]any{"type": "string"},
+		}
+	}
+}
+
 // searchLimit is search_text's default limit, within --max-rows.
 func (s *Server) searchLimit() int { return min(searchDefaultLimit, s.cfg.MaxRows) }
 
@@ -115,6 +127,14 @@ func (s *Server) registerMemory() {
 		mcp.WithString("kind", mcp.DefaultString("note"), mcp.Description("a short category such as note, decision, finding, todo")),
 	), s.handle("append_event", false, s.appendEvent))
 
+	// Not destructive: it only adds a file beside the database (rotation
+	// removes old snapshots, never data). Not idempotent: every call adds
+	// one.
+	s.mcp.AddTool(newTool("snapshot", "Snapshot the database", onlyAdds,
+		mcp.WithDescription("Write a full copy of the database file now, with the same online backup, naming and rotation as destructive_query's snapshots (the newest --snapshots are kept in the snapshot folder). Answers 'ok: snapshot written: PATH', or 'ok: snapshot skipped (disabled or target unavailable)' when snapshots are off or the folder cannot be written; it never fails for that. reason is kept in the audit log."),
+		mcp.WithString("reason", mcp.DefaultString("manual"), mcp.Description("why the snapshot is taken, e.g. \"before a refactor\" (kept in the audit log)")),
+	), s.handle("snapshot", false, s.snapshotTool))
+
 	s.mcp.AddTool(newTool("verify_chain", "Verify the memory chain", readsOnly,
 		mcp.WithDescription("Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."),
 	), s.handle("verify_chain", false, s.verifyChain))
@@ -125,9 +145,9 @@ func (s *Server) registerMemory() {
 	), s.handle("checkpoint", false, s.checkpoint))
 
 	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
-		mcp.WithDescription("Call this FIRST in a new session: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first) and whether the memory chain verifies."),
+		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events."),
 		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
-		mcp.WithArray("exclude_kinds", mcp.WithStringItems(), mcp.DefaultArray([]string{}), mcp.Description("event kinds to leave out")),
+		mcp.WithAny("exclude_kinds", stringOrStrings(), mcp.DefaultString(""), mcp.Description("event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\"")),
 	), s.handle("get_resume_context", false, s.resumeContext))
 
 	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
@@ -350,7 +370,7 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err != nil {
 		return outcome{}, err
 	}
-	exclude, err := a.strs("exclude_kinds")
+	exclude, err := a.list("exclude_kinds")
 	if err != nil {
 		return outcome{}, err
 	}

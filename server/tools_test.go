@@ -64,6 +64,7 @@ func TestToolHints(t *testing.T) {
 			"create_view":       {false, true, true}, // replace=true overwrites a view
 			"append_event":      {false, false, false},
 			"checkpoint":        {false, false, false},
+			"snapshot":          {false, false, false}, // adds a file; every call adds one
 		}},
 		{ProfileReadonly, map[string]want{"list_tables": reads, "describe_table": reads, "query_database": reads}},
 	}

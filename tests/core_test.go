@@ -24,8 +24,9 @@ func TestToolsAndAnnotations(t *testing.T) {
 		"read_query": {true, false}, "write_query": {false, true}, "destructive_query": {false, true}, "list_tables": {true, false},
 		"describe_table": {true, false}, "get_schema": {true, false}, "create_view": {false, true}, "append_event": {false, false},
 		"verify_chain": {true, false}, "checkpoint": {false, false}, "get_resume_context": {true, false}, "search_text": {true, false},
+		"snapshot": {false, false},
 	}
-	if len(res.Tools) != len(want) {
+	if len(res.Tools) != 13 || len(want) != 13 {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
 	}
 	for _, tool := range res.Tools {
@@ -131,7 +132,7 @@ func TestArgumentErrors(t *testing.T) {
 		{"destructive_query", q("DELETE FROM x"), "reason is required"},
 		{"create_view", map[string]any{"name": "1bad", "select_sql": "SELECT 1"}, "must match"},
 		{"append_event", map[string]any{"content": " \n\t "}, "content must not be empty"},
-		{"get_resume_context", map[string]any{"exclude_kinds": "note"}, "exclude_kinds must be an array"},
+		{"get_resume_context", map[string]any{"exclude_kinds": 3}, "exclude_kinds must be an array of strings or one comma-separated string, got a number"},
 		{"list_tables", map[string]any{"include_row_counts": "yes"}, "must be true or false"},
 	}
 	for _, tt := range tests {

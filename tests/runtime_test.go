@@ -594,6 +594,67 @@ func TestStoppedSnapshotLeavesNothing(t *testing.T) {
 			t.Fatalf("%d rows: the statement ran", n)
 		}
 	})
+
+	// The snapshot tool's copy is stopped the same ways: over its budget
+	// it is skipped (reported, not raised); cancelled, it gets no answer.
+	t.Run("snapshot tool over its budget", func(t *testing.T) {
+		s := start(t, db, "--snapshot-timeout", "0.1", "--query-timeout", "30")
+		if got := s.ok("snapshot", map[string]any{"reason": "budget"}); got != "ok: snapshot skipped (disabled or target unavailable)" {
+			t.Fatalf("got %q", got)
+		}
+		if files := snapshotFiles(t, db); len(files) != 0 {
+			t.Fatalf("snapshot folder: %v", files)
+		}
+		if _, detail := lastSnapshotAudit(t, s, "budget"); !strings.Contains(fmt.Sprint(detail["skipped"]), "TIMEOUT: the snapshot was not complete") {
+			t.Fatalf("audit detail %v", detail)
+		}
+		s.c.Close()
+	})
+	t.Run("snapshot tool cancelled mid-copy", func(t *testing.T) {
+		s := start(t, db, "--standby-workers", "0", "--query-timeout", "30")
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "snapshot"
+			req.Params.Arguments = map[string]any{"reason": "cancel me"}
+			_, err := s.c.CallTool(ctx, req)
+			errc <- err
+		}()
+		if !waitFor(20*time.Second, func() bool {
+			for _, f := range snapshotFiles(t, db) {
+				if strings.HasSuffix(f, ".partial") {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("no partial snapshot seen: %v", snapshotFiles(t, db))
+		}
+		cancel()
+		<-errc
+		var row auditRow
+		if !waitFor(10*time.Second, func() bool {
+			for _, r := range auditLog(t, db) {
+				if r.tool == "snapshot" && strings.HasPrefix(r.errText, "CANCELLED") {
+					row = r
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("no CANCELLED snapshot row: %+v", auditLog(t, db))
+		}
+		if row.query != "cancel me" {
+			t.Fatalf("audit %+v", row)
+		}
+		if !waitFor(2*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+			t.Fatal("worker alive after the cancellation")
+		}
+		if files := snapshotFiles(t, db); len(files) != 0 {
+			t.Fatalf("snapshot folder after the cancellation: %v", files)
+		}
+	})
 }
 
 // TestSnapshotLeftoversAndRetention: what a crash left in the snapshot

@@ -47,14 +47,14 @@ func TestSearchText(t *testing.T) {
 		{"ignore_case finds titles and the multi-line body", searchArgs(`b[aeiou]g`, "docs", "ignore_case", true, "context_chars", 6),
 			"key,column,snippet\n1,title,Big news\n1,body,the big bag i...\n3,body,...econd BIG line\n6,title,BUG repor...\n6,body,...ïcödé bug 😀 her...\n6,kind,bug\n" +
 				"# 6 of 6 matching values in 3 rows (6 candidate rows x 3 columns scanned)"},
-		{"newline shown as \\n", searchArgs(`line`, "docs", "columns", []any{"body"}, "context_chars", 7),
-			"key,column,snippet\n3,body,first line\\nsecond...\n" +
+		{"newline shown as ⏎", searchArgs(`line`, "docs", "columns", []any{"body"}, "context_chars", 7),
+			"key,column,snippet\n3,body,first line⏎second...\n" +
 				"# 1 of 1 matching values in 1 rows (6 candidate rows x 1 columns scanned)"},
 		{"fixed_strings with metacharacters", searchArgs(`a.b*(c)?`, "docs", "fixed_strings", true, "context_chars", 3),
 			"key,column,snippet\n4,body,...ts a.b*(c)? do...\n" +
 				"# 1 of 1 matching values in 1 rows (6 candidate rows x 3 columns scanned)"},
 		{"where narrows the candidates", searchArgs(`(?i)big`, "docs", "where", "kind = 'log'"),
-			"key,column,snippet\n3,body,first line\\nsecond BIG line\n" +
+			"key,column,snippet\n3,body,first line⏎second BIG line\n" +
 				"# 1 of 1 matching values in 1 rows (2 candidate rows x 3 columns scanned)"},
 		{"numbers are searched, blobs are not", searchArgs(`^(9|big)$`, "docs", "columns", []any{"n", "data"}),
 			"key,column,snippet\n4,n,9\n" +
@@ -250,5 +250,47 @@ func TestSearchPathologicalPattern(t *testing.T) {
 	s.audited(db)
 	if tool, ok, e := lastAuditN(t, db, 2); tool != "search_text" || ok || !strings.HasPrefix(e, "TIMEOUT") {
 		t.Fatalf("audit of the timeout: %s %v %q", tool, ok, e)
+	}
+}
+
+// TestSearchTextNewlineMarks: as in the reference since 0.2.0, every line
+// break of a value (CR LF, LF, CR) reads as ⏎ where the pattern matches and
+// in the snippet, so a pattern runs across lines, ⏎ finds a break, and a
+// backslash-n in the text (LaTeX \nabla) is never mistaken for one.
+func TestSearchTextNewlineMarks(t *testing.T) {
+	t.Parallel()
+	s := start(t, newDB(t))
+	s.ok("write_query", q("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"))
+	s.ok("write_query", q("INSERT INTO notes (body) VALUES "+
+		"('Courant-Fischer: is $\\dim S = k$?' || char(10) || 'Second line with \\nabla f'), "+
+		"('windows' || char(13, 10) || 'line ' || char(13) || 'old mac'), "+
+		"('C:\\new\\notes.txt')"))
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"dot-star across a line break", searchArgs(`Courant.*Second`, "notes", "context_chars", 4),
+			"key,column,snippet\n1,body,Courant-Fischer: is $\\dim S = k$?⏎Second lin...\n" +
+				"# 1 of 1 matching values in 1 rows (3 candidate rows x 1 columns scanned)"},
+		{"the mark itself is searched; CRLF is one", searchArgs(`⏎`, "notes", "context_chars", 3),
+			"key,column,snippet\n1,body,...k$?⏎Sec...\n2,body,...ows⏎lin...\n" +
+				"# 2 of 2 matching values in 2 rows (3 candidate rows x 1 columns scanned)"},
+		{"backslash-n text stays text", searchArgs(`\nabla`, "notes", "fixed_strings", true, "context_chars", 80),
+			"key,column,snippet\n1,body,Courant-Fischer: is $\\dim S = k$?⏎Second line with \\nabla f\n" +
+				"# 1 of 1 matching values in 1 rows (3 candidate rows x 1 columns scanned)"},
+		{"a lone CR is a break too", searchArgs(`line ⏎old`, "notes", "context_chars", 0),
+			"key,column,snippet\n2,body,...line ⏎old...\n" +
+				"# 1 of 1 matching values in 1 rows (3 candidate rows x 1 columns scanned)"},
+		{"a path's \\n is no break", searchArgs(`\\new\\`, "notes", "context_chars", 2),
+			"key,column,snippet\n3,body,C:\\new\\no...\n" +
+				"# 1 of 1 matching values in 1 rows (3 candidate rows x 1 columns scanned)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, isErr := s.call("search_text", tt.args); isErr || got != tt.want {
+				t.Errorf("got (error=%v):\n%s\nwant:\n%s", isErr, got, tt.want)
+			}
+		})
 	}
 }

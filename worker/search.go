@@ -91,6 +91,7 @@ func (ex *executor) search() (*ipc.Response, error) {
 			if !ok {
 				continue
 			}
+			v = search.MarkNewlines(v)
 			if !writing {
 				if re.MatchString(v) {
 					t.Matches++

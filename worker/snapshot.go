@@ -60,59 +60,19 @@ func (ex *executor) snapshot() (string, error) {
 	if s == nil || s.Keep <= 0 {
 		return "", nil
 	}
-	partial, err := partialName(s)
+	c, err := ex.copySnapshot()
 	if err != nil {
 		return "", err
 	}
-	if ex.clock != nil && !ex.clock.Stop() {
-		// The statement's time ran out while it compiled.
-		return "", &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
-	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; nothing was run")
-	}
-	budget := time.Duration(s.TimeoutMS) * time.Millisecond
-	if budget <= 0 {
-		budget = time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
-	}
-	started := time.Now()
-	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
-	tmp := filepath.Join(s.Dir, partial)
-
-	if err := ex.exec("BEGIN"); err != nil {
-		return "", err
-	}
-	// BEGIN starts no read transaction until something reads; the count
-	// does, and data_version is then the copy's starting point.
-	var version int64
-	_, err = ex.scalarInt("SELECT count(*) FROM sqlite_schema")
-	if err == nil {
-		version, err = ex.scalarInt("PRAGMA data_version")
-	}
-	if err == nil {
-		err = ex.copyTo(ex.conn, tmp, started, budget)
-	}
-	if cerr := ex.exec("COMMIT"); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", err
-	}
-	path, err := keepSnapshot(tmp, s, started)
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
-	}
-
+	path := c.path
 	afterCopyHook()
 	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
 		return "", err
 	}
 	now, err := ex.scalarInt("PRAGMA data_version")
-	if err == nil && now != version {
+	if err == nil && now != c.version {
 		var again string
-		if again, err = ex.copyAgain(tmp, s, started, budget); err == nil {
+		if again, err = ex.copyAgain(c.tmp, s, c.started, c.budget); err == nil {
 			_ = os.Remove(path)
 			path = again
 		}
@@ -127,6 +87,92 @@ func (ex *executor) snapshot() (string, error) {
 		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
 	}
 	return path, nil
+}
+
+// snapshotNow answers the snapshot tool (OpSnapshot): a full copy of the
+// database as one read transaction saw it, kept and rotated like a
+// destructive query's snapshot. No statement follows, so the copy needs
+// no write lock and no second look at data_version.
+func (ex *executor) snapshotNow() (*ipc.Response, error) {
+	s := ex.req.Snapshot
+	if s == nil || s.Keep <= 0 {
+		return nil, ipc.NewError(ipc.CodeInvalidArgument, "snapshot request without a snapshot folder, or with snapshots disabled (keep 0)")
+	}
+	c, err := ex.copySnapshot()
+	if err != nil {
+		return nil, err
+	}
+	rotate(s.Dir, s.Stem, s.Keep, ex)
+	return &ipc.Response{Text: "ok: snapshot written: " + c.path, Detail: map[string]any{"snapshot": c.path}}, nil
+}
+
+// snapshotCopy is a complete snapshot kept under its name: where it is,
+// the partial name a second copy would use, the data_version its read
+// transaction started from, and the budget it runs under.
+type snapshotCopy struct {
+	path, tmp string
+	version   int64
+	started   time.Time
+	budget    time.Duration
+}
+
+// copySnapshot stops the request's clock, copies the database in one read
+// transaction into the partial file and keeps it under its snapshot name.
+func (ex *executor) copySnapshot() (snapshotCopy, error) {
+	s := ex.req.Snapshot
+	partial, err := partialName(s)
+	if err != nil {
+		return snapshotCopy{}, err
+	}
+	if ex.clock != nil && !ex.clock.Stop() {
+		// The statement's time ran out while it compiled.
+		return snapshotCopy{}, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return snapshotCopy{}, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
+	}
+	c := snapshotCopy{
+		tmp:     filepath.Join(s.Dir, partial),
+		started: time.Now(),
+		budget:  time.Duration(s.TimeoutMS) * time.Millisecond,
+	}
+	if c.budget <= 0 {
+		c.budget = time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond
+	}
+	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
+
+	if err := ex.exec("BEGIN"); err != nil {
+		return snapshotCopy{}, err
+	}
+	// BEGIN starts no read transaction until something reads; the count
+	// does, and data_version is then the copy's starting point.
+	_, err = ex.scalarInt("SELECT count(*) FROM sqlite_schema")
+	if err == nil {
+		c.version, err = ex.scalarInt("PRAGMA data_version")
+	}
+	if err == nil {
+		err = ex.copyTo(ex.conn, c.tmp, c.started, c.budget)
+	}
+	if cerr := ex.exec("COMMIT"); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(c.tmp)
+		return snapshotCopy{}, err
+	}
+	if c.path, err = keepSnapshot(c.tmp, s, c.started); err != nil {
+		_ = os.Remove(c.tmp)
+		return snapshotCopy{}, ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
+	}
+	return c, nil
+}
+
+// notRun says what a failed snapshot leaves undone.
+func (ex *executor) notRun() string {
+	if ex.req.Op == ipc.OpSnapshot {
+		return "no snapshot was kept"
+	}
+	return "nothing was run"
 }
 
 // copyAgain copies the database once more while this connection holds the
@@ -151,7 +197,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 	path, err := keepSnapshot(tmp, s, time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored, so the statement was not run: "+err.Error())
+		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
 	return path, nil
 }
@@ -175,7 +221,7 @@ func (ex *executor) copyTo(src *rawsqlite.Conn, tmp string, started time.Time, b
 	case expired:
 		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed, so the statement was not run: "+err.Error())
+	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed: "+err.Error()+"; "+ex.notRun())
 }
 
 // partialName is the request's partial file name, checked to be a plain

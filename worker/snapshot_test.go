@@ -279,3 +279,68 @@ func commitLateRow(t *testing.T, db string) {
 		t.Error(err)
 	}
 }
+
+// TestSnapshotNow: the snapshot tool's request copies the database whole,
+// keeps and rotates like a destructive query's snapshot, runs while
+// another connection holds the write lock (it needs none), and reports a
+// folder it cannot create as DATABASE_UNAVAILABLE, leaving nothing behind.
+func TestSnapshotNow(t *testing.T) {
+	log := hclog.NewNullLogger()
+	db := testDB(t)
+	dir := filepath.Join(t.TempDir(), "snaps")
+	now := func(dir string, keep int) *ipc.Request {
+		req := request(db, ipc.OpSnapshot, "read", "")
+		req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "w", Keep: keep, Partial: "w.now.partial"}
+		return req
+	}
+	// A writer holds the write lock, uncommitted, through every copy.
+	w, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Exec("BEGIN IMMEDIATE; INSERT INTO t (name) VALUES ('uncommitted')"); err != nil {
+		t.Fatal(err)
+	}
+	var frames bytes.Buffer
+	var paths []string
+	for i := range 3 {
+		resp := executeTo(now(dir, 2), log, &frames)
+		path, ok := strings.CutPrefix(resp.Text, "ok: snapshot written: ")
+		if !resp.OK || !ok || resp.Detail["snapshot"] != path {
+			t.Fatalf("call %d: %+v", i, resp)
+		}
+		paths = append(paths, path)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if names := dirNames(t, dir); len(names) != 2 || names[0] != filepath.Base(paths[1]) || names[1] != filepath.Base(paths[2]) {
+		t.Fatalf("folder %v: want the 2 newest of %v", names, paths)
+	}
+	if !strings.Contains(frames.String(), `"phase":"snapshot"`) || strings.Contains(frames.String(), `"phase":"statement"`) {
+		t.Fatalf("progress frames: want snapshot ones and no statement phase:\n%s", frames.String())
+	}
+	// The copy holds the committed rows, not the open transaction's.
+	c, err := rawsqlite.Open(paths[2], rawsqlite.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := c.Prepare("SELECT count(*) FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Step(); err != nil || st.ColumnInt64(0) != 3 {
+		t.Fatalf("snapshot has %d rows of t (%v), want the 3 committed", st.ColumnInt64(0), err)
+	}
+	st.Finalize()
+	c.Close()
+
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(blocker, []byte("x"), 0o600)
+	resp := executeTo(now(filepath.Join(blocker, "snaps"), 2), log, io.Discard)
+	if resp.OK || resp.Code != ipc.CodeDatabaseUnavailable || !strings.Contains(resp.Message, "cannot create the snapshot folder") || !strings.Contains(resp.Message, "no snapshot was kept") {
+		t.Fatalf("unreachable folder: %+v", resp)
+	}
+	if resp := executeTo(now(dir, 0), log, io.Discard); resp.OK || resp.Code != ipc.CodeInvalidArgument {
+		t.Fatalf("keep 0: %+v", resp)
+	}
+}

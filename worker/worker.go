@@ -140,6 +140,8 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 		resp, err = ex.schema()
 	case ipc.OpSearch:
 		resp, err = ex.search()
+	case ipc.OpSnapshot:
+		resp, err = ex.snapshotNow()
 	default:
 		err = ipc.NewError(ipc.CodeInvalidArgument, "unknown op "+req.Op)
 	}
