@@ -63,7 +63,11 @@ func Run(ctx context.Context, args []string, env Env) int {
 		case "verify":
 			return report(env, verify(ctx, args[1:], env))
 		case "restore":
-			return report(env, restore(ctx, args[1:], env))
+			return report(env, restoreCmd(ctx, args[1:], env))
+		case "export":
+			return report(env, exportCmd(ctx, args[1:], env))
+		case "import":
+			return report(env, importCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
 		case "version":
@@ -161,6 +165,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
 	}
 	log := newLogger(env, cfg.Verbose)
+	if w := server.PathWarning(cfg.DB); w != "" {
+		log.Warn(w)
+	}
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
 		// For profiling the front (see docs/performance.md).
 		f, err := os.Create(path)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -62,6 +65,21 @@ func callTool(ctx context.Context, args []string, env Env) error {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return err
 	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+	}
+	if !slices.Contains(names, rest[0]) {
+		msg := fmt.Sprintf("no tool named %q; the %s profile has: %s", rest[0], cfg.Profile, strings.Join(names, ", "))
+		if near := server.Closest(rest[0], names); near != "" {
+			msg += fmt.Sprintf("\nDid you mean %s? Try: mcp-sqlite-memory call --db %s %s '{...}'", near, cfg.DB, near)
+		}
+		return &server.UsageError{Msg: msg}
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = rest[0]
 	req.Params.Arguments = arguments
@@ -89,20 +107,36 @@ func ResultText(res *mcp.CallToolResult) string {
 
 // verify checks the chain offline: exit 0 intact, 1 broken, 2 unusable.
 func verify(ctx context.Context, args []string, env Env) error {
+	jsonl, fromExport, args, err := takeFlag(args, "jsonl")
+	if err != nil {
+		return err
+	}
 	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory verify --db memory.db", rest[0])}
+		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory verify --db memory.db, or verify --jsonl memory.jsonl", rest[0])}
+	}
+	if fromExport {
+		return verifyJSONL(jsonl, env)
 	}
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
+	if err := server.DBPathProblem(cfg.DB); err != nil {
+		return err
+	}
 	store, err := memory.OpenExisting(ctx, cfg.DB, oneShotLogger(env, cfg.Verbose))
 	if err != nil {
-		if errors.Is(err, memory.ErrNotDatabase) || errors.Is(err, memory.ErrNoChain) {
-			return &exitError{status: exitUsage, msg: fmt.Sprintf("%s: %v", cfg.DB, err)}
+		const expects = "verify checks an existing memory database, the file a server's --db names (created by mcp-sqlite-memory or the reference server)"
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return &exitError{status: exitUsage, msg: fmt.Sprintf("no file at %s: %s; check the path (ls %s)", cfg.DB, expects, filepath.Dir(cfg.DB))}
+		case errors.Is(err, memory.ErrNotDatabase):
+			return &exitError{status: exitUsage, msg: fmt.Sprintf("%s is not a SQLite database: %s", cfg.DB, expects)}
+		case errors.Is(err, memory.ErrNoChain):
+			return &exitError{status: exitUsage, msg: fmt.Sprintf("%s has no memory_events table, so no chain to verify: %s", cfg.DB, expects)}
 		}
 		return &exitError{status: exitUsage, msg: err.Error()}
 	}

@@ -61,23 +61,92 @@ its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`
 	},
 	"verify": func() help {
 		return help{
-			usage: "verify --db PATH",
-			about: `Checks the memory chain offline and prints the verify_chain JSON.
-Exit 0: intact; 1: broken; 2: not a usable memory database.`,
+			usage: "verify --db PATH | verify --jsonl FILE",
+			about: `Checks the memory chain offline and prints the verify_chain JSON: of a
+database, or of an export written by "export" (the same answers).
+Exit 0: intact; 1: broken; 2: not a usable memory database or export.`,
 			flags: [][2]string{
 				{"--db PATH", "the memory database"},
+				{"--jsonl FILE", "an export instead (- reads stdin)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
-			examples: []string{"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db"},
+			examples: []string{
+				"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db",
+				"mcp-sqlite-memory verify --jsonl memory.jsonl",
+			},
+		}
+	},
+	"export": func() help {
+		return help{
+			usage: "export --db PATH [--out FILE]",
+			about: `Writes every memory event and checkpoint as JSON Lines, one object a line
+with every column, the hash included: events in id order, each checkpoint
+after the event it is anchored to. The same rows always give the same bytes.
+Reads one snapshot while servers go on appending; on stderr, a progress line
+a second for long chains. Agent tables and the audit log are not exported.`,
+			flags: [][2]string{
+				{"--db PATH", "the memory database (opened read-only)"},
+				{"--out FILE", "write FILE, complete or not at all (default: stdout)"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory export --db memory.db --out memory.jsonl",
+				"mcp-sqlite-memory export --db memory.db | gzip > memory.jsonl.gz",
+				`mcp-sqlite-memory export --db memory.db | jq -r 'select(.type=="event" and .kind=="decision") | .content'`,
+			},
+		}
+	},
+	"import": func() help {
+		return help{
+			usage: "import --db NEW FILE",
+			about: `Builds the memory of NEW (created if missing) from an export: every row
+with its own id, time, session and hash, verified while read, in one
+transaction, with the full-text index. Refuses a NEW that already holds
+events or checkpoints (exit 2), and any line that breaks the chain or is no
+export line, saying which and why (exit 1); a refused import writes no row.
+FILE - reads stdin.`,
+			flags: [][2]string{
+				{"--db NEW", "the database to build"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory import --db new-memory.db memory.jsonl",
+				"gunzip -c memory.jsonl.gz | mcp-sqlite-memory import --db new-memory.db -",
+			},
 		}
 	},
 	"restore": func() help {
 		return help{
-			usage: "restore --db PATH SNAPSHOT",
-			about: `Copies a snapshot written by destructive_query back over the database. It
-refuses while any server holds the file: stop the MCP session first.`,
-			flags:    [][2]string{{"--db PATH", "the database to overwrite"}},
-			examples: []string{"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101500.123Z.db"},
+			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run]",
+			about: `Puts a snapshot (destructive_query's, the snapshot tool's, or a safety
+snapshot of an earlier restore) back into the database. The agent's tables,
+indexes, views and triggers come back from the snapshot; the memory log,
+checkpoints and audit log stay as they are, so the chain only grows. All of
+it runs in one SQLite transaction, after a safety snapshot of the current
+state (<stem>.<time>Z.pre-restore.db in the snapshot folder, counted by
+retention), and the command prints what it changes: tables replaced with
+their rows now and in the snapshot, objects added and removed. A memory
+event of kind "restore" and an audit row record it.
+
+It refuses, changing nothing, while a server holds the file (stop the MCP
+session first) and while another program is in a transaction on it (it names
+the program); a program that only has the file open sees the restored
+tables from its next transaction on. To undo a restore, restore its safety
+snapshot.`,
+			flags: [][2]string{
+				{"--db PATH", "the database to restore into (a missing file gets the whole snapshot)"},
+				{"--reason TEXT", "why, recorded in the restore event and the audit row"},
+				{"--everything", "restore the whole file through SQLite's backup API, memory tables too: discards the events, checkpoints and audit rows newer than the snapshot (and says which)"},
+				{"--dry-run", "print what the restore would change and change nothing"},
+				{"--snapshot-dir PATH", "where the safety snapshot goes (default <db dir>/<stem>.snapshots)"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory restore --db memory.db --dry-run memory.snapshots/memory.20261130T101500.123Z.db",
+				`mcp-sqlite-memory restore --db memory.db --reason "undo the DELETE of notes" memory.snapshots/memory.20261130T101500.123Z.db`,
+				"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101800.456Z.pre-restore.db   # undo that restore",
+				"mcp-sqlite-memory restore --db memory.db --everything memory.snapshots/memory.20261130T101500.123Z.db",
+			},
 		}
 	},
 	"eval": func() help {

@@ -3,26 +3,99 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/restore"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
-// restore copies a snapshot back over the database while no server holds
-// it (server.Restore refuses otherwise).
-func restore(_ context.Context, args []string, env Env) error {
+// restoreFlags are restore's own flags; the server's (--db,
+// --snapshot-dir, -v) are parsed by server.ParseConfig.
+type restoreFlags struct {
+	reason     string
+	everything bool
+	dryRun     bool
+}
+
+// splitRestoreFlags takes restore's own flags out of args, wherever they
+// are (before or after the snapshot), and returns the rest.
+func splitRestoreFlags(args []string) (restoreFlags, []string, error) {
+	var f restoreFlags
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			rest = append(rest, a)
+			continue
+		}
+		switch name {
+		case "reason":
+			if !hasValue {
+				if i+1 == len(args) {
+					return f, nil, &server.UsageError{Msg: "--reason needs a text\nTry: mcp-sqlite-memory restore --db memory.db --reason \"undo the bad DELETE\" SNAPSHOT"}
+				}
+				i++
+				value = args[i]
+			}
+			f.reason = value
+		case "everything", "dry-run":
+			on := !hasValue || value == "true" || value == "1"
+			if hasValue && !on && value != "false" && value != "0" {
+				return f, nil, &server.UsageError{Msg: fmt.Sprintf("invalid value %q for --%s\nTry: --%s", value, name, name)}
+			}
+			if name == "everything" {
+				f.everything = on
+			} else {
+				f.dryRun = on
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return f, rest, nil
+}
+
+// restoreTry is the command line restore wants.
+const restoreTry = "Try: mcp-sqlite-memory restore --db PATH SNAPSHOT   (for example: restore --db memory.db memory.snapshots/memory.20260101T120000.000Z.db)"
+
+// restoreCmd puts a snapshot back (restore.Run): the agent's objects, or the
+// whole file with --everything, while no server holds the database.
+func restoreCmd(ctx context.Context, args []string, env Env) error {
+	f, args, err := splitRestoreFlags(args)
+	if err != nil {
+		return err
+	}
 	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
-	if err := cfg.RequireDB(); err != nil {
-		return err
+	if cfg.DB == "" {
+		if len(rest) == 2 {
+			return &server.UsageError{Msg: fmt.Sprintf("restore needs the database after --db\nTry: mcp-sqlite-memory restore --db %s %s", rest[0], rest[1])}
+		}
+		return &server.UsageError{Msg: "no database given\n" + restoreTry}
 	}
 	if len(rest) != 1 {
-		return &server.UsageError{Msg: "restore takes the snapshot file to restore\nTry: mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20260101T120000.000Z.db"}
+		msg := "restore takes the snapshot file to restore"
+		if len(rest) > 1 {
+			msg = fmt.Sprintf("restore takes one snapshot file, got %d arguments (%s)", len(rest), strings.Join(rest, " "))
+		}
+		return &server.UsageError{Msg: msg + "\n" + restoreTry}
 	}
-	if err := server.Restore(cfg.DB, rest[0]); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "restored %s from %s\n", cfg.DB, rest[0])
-	return nil
+	_, err = restore.Run(ctx, restore.Options{
+		DB:          cfg.DB,
+		Snapshot:    rest[0],
+		SnapshotDir: cfg.SnapshotDir,
+		Reason:      f.reason,
+		Everything:  f.everything,
+		DryRun:      f.dryRun,
+		Out:         env.Stdout,
+		Log:         oneShotLogger(env, cfg.Verbose),
+	})
+	return err
 }

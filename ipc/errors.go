@@ -15,6 +15,9 @@ const (
 	CodeResourceLimit       = "RESOURCE_LIMIT"
 	CodeDatabaseUnavailable = "DATABASE_UNAVAILABLE"
 	CodeWorkerFailed        = "WORKER_FAILED"
+	// CodeDeclined: the person asked through elicitation did not allow
+	// the statement (SPEC 5.5); nothing was changed.
+	CodeDeclined = "DECLINED"
 	// CodeCancelled appears in audit rows only: a call cancelled by the
 	// client (notifications/cancelled) or stopped by shutdown gets no
 	// response at all (MCP).

@@ -17,7 +17,9 @@ import (
 // snapshot's own time budget and partial file name. A worker still accepts
 // version-1 requests (hand-written ones, fuzzing seeds): it answers them
 // with a version-1 response and writes no progress frames.
-const Version = 2
+//
+// Version 3 added the dry run: Request.Preview and Response.Preview.
+const Version = 3
 
 // MinVersion is the oldest request version a worker accepts.
 const MinVersion = 1
@@ -60,9 +62,12 @@ type Request struct {
 	Limits Limits `json:"limits"`
 
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
-	View     *View     `json:"view,omitempty"`
-	Table    *Table    `json:"table,omitempty"`
-	Search   *Search   `json:"search,omitempty"`
+	// Preview asks for a dry run of the statement instead of the
+	// statement (SPEC 5.5); see PreviewRequest.
+	Preview *PreviewRequest `json:"preview,omitempty"`
+	View    *View           `json:"view,omitempty"`
+	Table   *Table          `json:"table,omitempty"`
+	Search  *Search         `json:"search,omitempty"`
 }
 
 // Caps bound what a result may contain (SPEC 3 and 8).
@@ -160,6 +165,12 @@ type Response struct {
 	Rows int64 `json:"rows"`
 	// Detail goes into the audit row (snapshot path, previous view SQL, ...).
 	Detail map[string]any `json:"detail,omitempty"`
+	// Preview is the dry run's measure of a statement (a request with
+	// Preview). Nil in an OK answer to such a request means the worker
+	// found nothing to confirm and the response is the statement's own
+	// answer (a read; with CommitIfHarmless, a write that overwrote
+	// nothing, committed).
+	Preview *Preview `json:"preview,omitempty"`
 }
 
 // Err returns the response's failure as an *Error, or nil.
@@ -201,7 +212,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 		return nil, NewError(CodeInvalidArgument, "bad request frame: "+err.Error())
 	}
 	if req.Version < MinVersion || req.Version > Version {
-		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (front and worker binaries must match)", req.Version, MinVersion, Version))
+		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
 	}
 	switch req.Op {
 	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch, OpSnapshot:

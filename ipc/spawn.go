@@ -485,6 +485,8 @@ type process struct {
 
 	// launched is true when the front confined the process before its exec.
 	launched bool
+	// stopped is set when the spawner kills the process on purpose.
+	stopped atomic.Bool
 	// standby is true for the filler's starts, false for a call's own.
 	standby  bool
 	reaped   sync.Once
@@ -547,7 +549,7 @@ func (s *Spawner) startProcess(p *process) error {
 		return p.cmd.Start()
 	}
 	if err != nil {
-		s.stopLaunching("the front could not confine it: " + err.Error())
+		s.stopLaunching("the server could not confine a worker before it ran: " + err.Error())
 		return p.cmd.Start()
 	}
 	p.launched = true
@@ -588,10 +590,14 @@ func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 		p.head = b[:]
 	default:
 		p.headErr = err
-		if p.launched {
+		switch {
+		case p.stopped.Load() || s.isClosed():
+			// Killed by shutdown (or on purpose): not a failure.
+			s.log.Debug("worker stopped before it was ready", "pid", p.pid(), "after", time.Since(p.started))
+		case p.launched:
 			// Most likely the loader could not open a library it was not
-			// granted (a worker built unlike its front).
-			s.stopLaunching("a worker started confined by the front exited before it was ready")
+			// granted (a worker built unlike its server).
+			s.stopLaunching("a worker the server started confined exited before it was ready (most likely it needs a file the sandbox does not grant, such as a shared library of a worker built unlike the server); workers stay sandboxed, each confining itself")
 		}
 	}
 }
@@ -655,7 +661,19 @@ func (p *process) exited() bool {
 	}
 }
 
-func (p *process) kill() { killProcess(p.cmd, p.platform) }
+// kill stops the process; a process killed before it was ready is then
+// not counted as a failed start.
+func (p *process) kill() {
+	p.stopped.Store(true)
+	killProcess(p.cmd, p.platform)
+}
+
+// isClosed reports whether Close has begun.
+func (s *Spawner) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
 
 // wait reaps the process once its pipes are drained, and frees its slot.
 func (p *process) wait() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,11 +16,14 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // AuditEntry is one tool call, one query_log row.
@@ -112,6 +116,17 @@ func (s *Store) Audit(_ context.Context, e AuditEntry) error {
 	return s.audit.audit(e)
 }
 
+// AuditTx writes one query_log row inside tx, a write transaction the
+// caller began on a connection of this store (see [Store.AppendTx]),
+// instead of queueing it.
+func (s *Store) AuditTx(ctx context.Context, tx *sql.Tx, e AuditEntry) error {
+	r := s.audit.row(e)
+	if _, err := tx.ExecContext(ctx, insertAudit, r.ts, r.session, r.tool, r.query, r.ok, r.rows, r.errText, r.durationMS, r.detail); err != nil {
+		return fmt.Errorf("memory: audit: %w", err)
+	}
+	return nil
+}
+
 // FlushAudit waits until every row queued before the call is written, or
 // ctx ends.
 func (s *Store) FlushAudit(ctx context.Context) error { return s.audit.flush(ctx) }
@@ -139,7 +154,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("memory: create audit folder: %w", err)
 	}
-	db, err := openDB(ctx, abs, true, log)
+	db, err := openDB(ctx, abs, true, synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +165,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 		db.Close()
 		return nil, fmt.Errorf("memory: audit database %s: %w", abs, err)
 	}
-	return &AuditDB{db: db, path: abs, w: newAuditWriter(db, new(sync.Mutex), time.Now, log)}, nil
+	return &AuditDB{db: db, path: abs, w: newAuditWriter(db, abs, true, new(sync.Mutex), time.Now, log)}, nil
 }
 
 // Audit queues one query_log row for the audit file; it never waits for
@@ -216,11 +231,21 @@ var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged in
 // that answers after Audit returns can count on the row being readable
 // (an agent reading query_errors right after a failed call sees it). Once a
 // write has failed, until one succeeds, Audit waits for nothing.
+//
+// Durability: in WAL mode a batch commits with synchronous=NORMAL, so that
+// its rows are readable (and their callers answer) without waiting for the
+// disk, and a goroutine of its own then syncs the WAL (see
+// rawsqlite.Conn.SyncWAL) while the next batch is written: at most one sync
+// per batch, never per row, and never on a reply's path. A power cut can
+// lose only the rows committed since the last sync (the rows of a
+// millisecond or two). In a database left in rollback mode each batch
+// commits with synchronous=FULL instead.
 type auditWriter struct {
-	db  *sql.DB
-	mu  *sync.Mutex // the owner's write mutex, held while a batch is written
-	now func() time.Time
-	log hclog.Logger
+	db   *sql.DB
+	path string      // the database file, for the syncer
+	mu   *sync.Mutex // the owner's write mutex, held while a batch is written
+	now  func() time.Time
+	log  hclog.Logger
 
 	qmu      sync.Mutex
 	queue    []queuedRow
@@ -238,6 +263,14 @@ type auditWriter struct {
 	// Used by the writer goroutine only.
 	conn *sql.Conn
 	stmt *sql.Stmt
+	// durable: sync what is written (false only for the benchmark's
+	// synchronous=NORMAL yardstick). syncer syncs the WAL after the batches
+	// (nil in rollback mode).
+	durable bool
+	syncer  *walSyncer
+	// batches and syncs count committed batches and WAL syncs after them,
+	// for tests.
+	batches, syncs atomic.Uint64
 }
 
 // queuedRow is one query_log row, ready to insert.
@@ -254,12 +287,12 @@ func (r *queuedRow) size() int {
 	return 64 + len(r.ts) + len(r.session) + len(r.tool) + len(r.query.String) + len(r.errText.String) + len(r.detail.String)
 }
 
-func newAuditWriter(db *sql.DB, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *auditWriter {
+func newAuditWriter(db *sql.DB, path string, durable bool, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *auditWriter {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	return &auditWriter{
-		db: db, mu: mu, now: now, log: log,
+		db: db, path: path, durable: durable, mu: mu, now: now, log: log,
 		progress: make(chan struct{}),
 		flowing:  true,
 		wake:     make(chan struct{}, 1),
@@ -421,6 +454,10 @@ func (w *auditWriter) run() {
 			w.signal()
 			left := len(w.queue)
 			w.qmu.Unlock()
+			w.batches.Add(1)
+			if w.syncer != nil {
+				w.syncer.request()
+			}
 			if warned {
 				w.log.Info("audit rows written after waiting", "waited", time.Since(waitingSince).Round(time.Millisecond).String(), "still_queued", left)
 			}
@@ -490,6 +527,7 @@ func (w *auditWriter) write(rows []queuedRow) (err error) {
 			return err
 		}
 		w.conn, w.stmt = conn, st
+		w.openSyncer(ctx)
 	}
 	defer func() {
 		if err != nil {
@@ -512,13 +550,115 @@ func (w *auditWriter) write(rows []queuedRow) (err error) {
 	return err
 }
 
-// release gives the writer's connection back.
+// openSyncer readies the per-batch sync (see auditWriter) when the
+// database is in WAL mode: the writer's connection commits with
+// synchronous=NORMAL and a connection of SQLite's own syncs the WAL after
+// the batches. Otherwise, or if that connection cannot be opened, the
+// writer's connection keeps synchronous=FULL and every batch's commit
+// syncs.
+func (w *auditWriter) openSyncer(ctx context.Context) {
+	var mode string
+	if !w.durable {
+		return
+	}
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		return
+	}
+	conn, err := rawsqlite.Open(w.path, rawsqlite.ReadWrite)
+	if err != nil {
+		w.log.Debug("audit rows are synced at each commit: no connection to sync the WAL", "error", err)
+		return
+	}
+	if _, err := w.conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+		conn.Close()
+		return
+	}
+	w.syncer = startWALSyncer(conn, &w.syncs, w.log)
+}
+
+// walSyncer syncs a database's WAL on request, from a goroutine of its
+// own, so that the audit writer goes on with the next batch meanwhile.
+// Requests that arrive during a sync are served by one more sync.
+type walSyncer struct {
+	conn  *rawsqlite.Conn // used by the goroutine only
+	log   hclog.Logger
+	count *atomic.Uint64 // successful syncs
+	req   chan struct{}  // one pending request is enough
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startWALSyncer(conn *rawsqlite.Conn, count *atomic.Uint64, log hclog.Logger) *walSyncer {
+	s := &walSyncer{conn: conn, count: count, log: log, req: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// request asks for a sync of everything committed so far.
+func (s *walSyncer) request() {
+	select {
+	case s.req <- struct{}{}:
+	default:
+	}
+}
+
+// close serves a pending request, then stops the goroutine and closes its
+// connection.
+func (s *walSyncer) close() {
+	close(s.stop)
+	<-s.done
+}
+
+func (s *walSyncer) run() {
+	defer close(s.done)
+	defer s.conn.Close()
+	failed := false
+	sync := func() {
+		// A failure leaves the rows written and readable; the next durable
+		// commit (an append, a checkpoint, an agent's write) or the next
+		// batch syncs the WAL again. Logged once until a sync succeeds.
+		if _, err := s.conn.SyncWAL(); err != nil {
+			if !failed {
+				s.log.Warn("audit rows are written but the WAL could not be synced after them; a power cut may lose them", "error", err)
+			}
+			failed = true
+			return
+		}
+		failed = false
+		s.count.Add(1)
+	}
+	for {
+		select {
+		case <-s.req:
+			sync()
+		case <-s.stop:
+			select {
+			case <-s.req:
+				sync()
+			default:
+			}
+			return
+		}
+	}
+}
+
+// release gives the writer's connection back, or discards it when it was
+// switched to synchronous=NORMAL: the pool's other users (appends) must
+// never get a connection that does not sync its commits.
 func (w *auditWriter) release() {
+	normal := w.syncer != nil
+	if w.syncer != nil {
+		w.syncer.close()
+		w.syncer = nil
+	}
 	if w.stmt != nil {
 		w.stmt.Close()
 		w.stmt = nil
 	}
 	if w.conn != nil {
+		if normal {
+			_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
 		w.conn.Close()
 		w.conn = nil
 	}

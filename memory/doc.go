@@ -25,10 +25,13 @@
 //
 // # Durability
 //
-// The database runs in WAL mode with synchronous=NORMAL. In WAL mode that
-// never corrupts the database; a power loss (not a process crash) may lose
-// the last few commits. That trade buys the append rate the project targets
-// (SPEC 10): a commit costs no fsync.
+// The database runs in WAL mode with synchronous=FULL: every commit syncs
+// the WAL before it returns, so an append or checkpoint that has returned
+// survives a power cut or a kernel crash (SPEC 5), not only a crash of the
+// process. It costs one fsync per commit: about 1,000 appends/s on a 2-core
+// machine instead of 10,000 or more with synchronous=NORMAL, far above what
+// an agent writes (BenchmarkAppend measures both). Audit rows are written in
+// batches, one transaction and so one sync per batch.
 //
 // # Audit
 //

@@ -250,3 +250,45 @@ func TestAuditQueueIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditSyncsPerBatch checks the audit writer's durability (see
+// auditWriter): in WAL mode every batch is followed by a sync of the WAL,
+// at most one per batch, the last one before Close returns; the benchmark's
+// NORMAL yardstick syncs nothing, as the server did before.
+func TestAuditSyncsPerBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		durable   bool
+		wantSyncs bool
+	}{{"durable store", true, true}, {"benchmark's NORMAL yardstick", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			level := synchronousFull
+			if !tc.durable {
+				level = synchronousNormal
+			}
+			s, err := open(ctx, filepath.Join(t.TempDir(), "m.db"), level, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 200 {
+				if err := s.Audit(ctx, entry(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := s.audit
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			batches, syncs := w.batches.Load(), w.syncs.Load()
+			switch {
+			case batches == 0:
+				t.Fatal("no batch written")
+			case tc.wantSyncs && (syncs == 0 || syncs > batches):
+				t.Fatalf("%d WAL syncs after %d batches; want 1 to %d", syncs, batches, batches)
+			case !tc.wantSyncs && syncs != 0:
+				t.Fatalf("%d WAL syncs on a NORMAL store; want none", syncs)
+			}
+		})
+	}
+}

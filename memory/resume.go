@@ -28,6 +28,10 @@ type ResumeOptions struct {
 	// MaxCellChars cuts longer cells to their first N characters plus
 	// "...[+M chars]". 0 means no cut.
 	MaxCellChars int
+	// Query, when not empty, adds the older events most relevant to it
+	// (see RecallQuery for how it is read), at most MaxEvents, ranked by
+	// bm25, in a section of their own under the same MaxBytes.
+	Query string
 }
 
 // Resume is a get_resume_context answer.
@@ -47,6 +51,9 @@ type Resume struct {
 	Total, Shown, Dropped int
 	// Excluded is the cleaned ExcludeKinds (for the audit detail).
 	Excluded []string
+	// Matched is how many older events match Query, Recalled how many of
+	// them are in Text.
+	Matched, Recalled int
 }
 
 // ResumeContext builds the get_resume_context text (SPEC 5.2, as the
@@ -75,11 +82,23 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, e
 			r.Excluded = append(r.Excluded, k)
 		}
 	}
+	var match string
+	if opt.Query != "" {
+		var err error
+		if match, err = RecallQuery(opt.Query); err != nil {
+			return Resume{}, err
+		}
+		// Rows other programs appended since the last write: recall should
+		// find them too. A failure only means they are not found yet.
+		if _, err := s.CatchUp(ctx); err != nil {
+			s.log.Warn("recall: could not bring the full-text index up to date", "error", err)
+		}
+	}
 	var err error
 	if r.Chain, err = s.Verify(ctx); err != nil {
 		return Resume{}, err
 	}
-	events, err := s.resumeRead(ctx, &r, opt.MaxEvents)
+	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match)
 	if err != nil {
 		return Resume{}, fmt.Errorf("memory: resume context: %w", err)
 	}
@@ -102,8 +121,20 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, e
 	}
 	lines = append(lines, "# "+what+" | "+r.Chain.Summary())
 
+	// With a query, the recall section keeps up to half the byte cap for
+	// itself when it needs it; the recent events have the rest.
+	recentCap := opt.MaxBytes
+	var recallCSV []byte
+	if len(recalled) > 0 {
+		recallCSV, _ = renderRecall(recalled, 0, opt.MaxCellChars)
+		if opt.MaxBytes > 0 {
+			recentCap = opt.MaxBytes - min(len(recallCSV), opt.MaxBytes/2)
+		}
+	}
+	used := 0
 	if len(events) > 0 {
-		csv, shown := renderEvents(events, opt.MaxBytes, opt.MaxCellChars)
+		csv, shown := renderEvents(events, recentCap, opt.MaxCellChars)
+		used = len(csv)
 		r.Shown, r.Dropped = shown, len(events)-shown
 		lines = append(lines, strings.TrimRight(csv, "\n"))
 		if r.Dropped > 0 {
@@ -111,27 +142,97 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, e
 				r.Dropped, opt.MaxBytes))
 		}
 	}
+	if opt.Query != "" {
+		lines = append(lines, "")
+		lines = append(lines, s.recallSection(&r, recalled, opt, used)...)
+	}
 	r.Text = strings.Join(lines, "\n")
 	return r, nil
 }
 
+// recallSection writes the recall block: a header line, then CSV
+// id,ts,kind,content,score, best first, within what the byte cap leaves
+// after the recent events (used bytes).
+func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptions, used int) []string {
+	if !s.fts {
+		return []string{"# recall: unavailable, the full-text index could not be created (see the server log); search with search_text instead"}
+	}
+	if len(recalled) == 0 {
+		return []string{"# recall: no older events match the query (full-text index memory_events_fts)"}
+	}
+	limit := 0
+	if opt.MaxBytes > 0 {
+		limit = max(opt.MaxBytes-used, 1)
+	}
+	csv, n := renderRecall(recalled, limit, opt.MaxCellChars)
+	r.Recalled = n
+	head := fmt.Sprintf("# recall: %d older events match the query", r.Matched)
+	if n < r.Matched {
+		head += fmt.Sprintf(", showing the best %d", n)
+	}
+	head += " | ranked by bm25, ties newest first; score: higher is more relevant"
+	out := []string{head}
+	if n > 0 {
+		out = append(out, strings.TrimRight(string(csv), "\n"))
+	}
+	if cut := len(recalled) - n; cut > 0 {
+		out = append(out, fmt.Sprintf("# %d less relevant matches left out to fit %d bytes; query memory_events_fts with read_query for more", cut, opt.MaxBytes))
+	}
+	return out
+}
+
+// recallEvent is an event found by the query, with its bm25 score (FTS5's
+// bm25() is lower for better matches; Score is its negation).
+type recallEvent struct {
+	Event
+	Score float64
+}
+
+// renderRecall writes the CSV id,ts,kind,content,score of events (best
+// first), the best that fit maxBytes (0: no cap; the header alone may not
+// fit, then nothing is written), and how many it wrote.
+func renderRecall(events []recallEvent, maxBytes, maxCellChars int) ([]byte, int) {
+	out := render.AppendRecord(nil, []string{"id", "ts", "kind", "content", "score"}, true)
+	if maxBytes > 0 && len(out) > maxBytes {
+		return nil, 0
+	}
+	n := 0
+	for _, e := range events {
+		line := render.AppendRecord(nil, []string{
+			strconv.FormatInt(e.ID, 10), cutCell(e.TS, maxCellChars), cutCell(e.Kind, maxCellChars),
+			cutCell(e.Content, maxCellChars), strconv.FormatFloat(e.Score, 'f', 2, 64),
+		}, true)
+		if maxBytes > 0 && len(out)+len(line) > maxBytes {
+			break
+		}
+		out = append(out, line...)
+		n++
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	return out, n
+}
+
 // resumeRead reads the checkpoint, its anchoring and the events after it in
 // one read transaction, newest limit first, and returns them oldest first.
-func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int) ([]Event, error) {
+// With a match expression it also returns, from the same snapshot, the
+// limit best-ranked other events that match it.
+func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string) ([]Event, []recallEvent, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
 
 	if r.Checkpoint, r.HasCheckpoint, err = latestCheckpoint(ctx, tx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var since int64
 	if r.HasCheckpoint {
 		since = r.Checkpoint.LastEventID
 		if r.Anchored, err = anchored(ctx, tx, r.Checkpoint); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -145,30 +246,87 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int) ([]Event, 
 		}
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM memory_events WHERE id > ?"+clause, args...).Scan(&r.Total); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := tx.QueryContext(ctx,
 		"SELECT id, ts, kind, content FROM memory_events WHERE id > ?"+clause+" ORDER BY id DESC LIMIT ?",
 		append(args, limit)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var events []Event
 	for rows.Next() {
 		var e Event
 		if err := rows.Scan(&e.ID, &e.TS, &e.Kind, &e.Content); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
 		events[i], events[j] = events[j], events[i]
 	}
-	return events, nil
+	if match == "" || !s.fts {
+		return events, nil, nil
+	}
+	recalled, err := recall(ctx, tx, r, match, r.Excluded, events, limit)
+	return events, recalled, err
+}
+
+// recall finds the limit events that match the FTS5 expression best,
+// leaving out the kinds excluded and the recent events shown; it sets
+// r.Matched.
+func recall(ctx context.Context, tx *sql.Tx, r *Resume, match string, kinds []string, recent []Event, limit int) ([]recallEvent, error) {
+	ids := make([]string, len(recent))
+	for i, e := range recent {
+		ids[i] = strconv.FormatInt(e.ID, 10)
+	}
+	args := []any{match, "[" + strings.Join(ids, ",") + "]"}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+recallFrom(len(kinds)), args...).Scan(&r.Matched); err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, recallStatement(len(kinds)), append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []recallEvent
+	for rows.Next() {
+		var e recallEvent
+		if err := rows.Scan(&e.ID, &e.TS, &e.Kind, &e.Content, &e.Score); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// recallFrom is the FROM and WHERE of a recall: the index rows matching ?1
+// whose ids are not in the JSON array ?2 and whose event's kind is none of
+// the next kinds parameters.
+func recallFrom(kinds int) string {
+	from := ` FROM memory_events_fts WHERE memory_events_fts MATCH ? AND rowid NOT IN (SELECT value FROM json_each(?))`
+	if kinds > 0 {
+		from += ` AND (SELECT kind FROM memory_events WHERE id = memory_events_fts.rowid) NOT IN (?` + strings.Repeat(", ?", kinds-1) + `)`
+	}
+	return from
+}
+
+// recallStatement is the statement of a recall (see recallFrom; the last
+// parameter is the limit): id, ts, kind, content and score (-bm25) of the
+// best-ranked events, ties newest first. The index alone is ranked and cut
+// to the limit before memory_events is joined, so a word that thousands of
+// events hold costs their bm25 scores, not thousands of row reads and a
+// sort of their texts.
+func recallStatement(kinds int) string {
+	return `SELECT e.id, e.ts, e.kind, e.content, -r.rank FROM (SELECT rowid AS id, rank` + recallFrom(kinds) +
+		` ORDER BY rank, rowid DESC LIMIT ?) AS r JOIN memory_events e ON e.id = r.id ORDER BY r.rank, e.id DESC`
 }
 
 // anchored reports whether the checkpoint's event still has the hash the

@@ -75,7 +75,9 @@ const (
 // ProtectedObjects are the server's own tables and view: no tool may change
 // them (SPEC 4). The policy package keeps its own list; this one is the
 // memory layer's view of the same set.
-var ProtectedObjects = []string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
+// The full-text index (index.go) is among them; its shadow tables go with
+// it.
+var ProtectedObjects = []string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, IndexEvents, IndexCheckpoints}
 
 // wantColumns is what the server needs of an existing table; a same-named
 // table of another shape is refused instead of failing on the first append.

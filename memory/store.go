@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -76,6 +75,12 @@ type Store struct {
 	headStmt    *sql.Stmt
 	insertEvent *sql.Stmt
 	audit       *auditWriter
+	// fts is true when the full-text index exists (Open made it);
+	// indexedEvents and indexedCheckpoints are the last rowids this store
+	// indexed (under writeMu), see indexUpTo.
+	fts                               bool
+	indexedEvents, indexedCheckpoints int64
+	indexEvents, indexCheckpoints     *sql.Stmt // indexSQL, prepared
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -92,6 +97,12 @@ var _ Auditor = (*Store)(nil)
 // creates whatever of the server schema is missing (SPEC 5). Objects that
 // exist are left alone, so a reference file's sqlite_master is unchanged.
 func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
+	return open(ctx, path, synchronousFull, log)
+}
+
+// open is Open with the connection's synchronous level: the server always
+// uses synchronousFull; the benchmark compares it with synchronousNormal.
+func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -102,7 +113,7 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("memory: create database folder: %w", err)
 	}
-	db, err := openDB(ctx, abs, true, log)
+	db, err := openDB(ctx, abs, true, syncLevel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +125,18 @@ func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	s, err := newStore(ctx, db, abs, syncLevel, log)
+	if err != nil {
+		return nil, err
+	}
+	s.createIndex(ctx)
+	// Rows other programs appended: the index lags, it is never wrong, so
+	// a failure here (say, a writer holding the lock) waits for the next
+	// append or recall.
+	if _, err := s.CatchUp(ctx); err != nil {
+		log.Warn("could not bring the full-text index up to date; the next append or recall tries again", "error", err)
+	}
+	return s, nil
 }
 
 // OpenExisting opens an existing memory database without creating or
@@ -132,7 +154,7 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	db, err := openDB(ctx, abs, false, log)
+	db, err := openDB(ctx, abs, false, synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +170,10 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 		db.Close()
 		return nil, fmt.Errorf("memory: %s: %w", abs, err)
 	}
-	return newStore(ctx, db, abs, log)
+	return newStore(ctx, db, abs, synchronousFull, log)
 }
 
-func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*Store, error) {
+func newStore(ctx context.Context, db *sql.DB, path, syncLevel string, log hclog.Logger) (*Store, error) {
 	s := &Store{db: db, path: path, log: log, now: time.Now}
 	var err error
 	if s.headStmt, err = db.PrepareContext(ctx, `SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`); err == nil {
@@ -164,15 +186,29 @@ func newStore(ctx context.Context, db *sql.DB, path string, log hclog.Logger) (*
 	}
 	// The audit writer shares the store's write mutex; it starts with the
 	// first row, because OpenExisting may have no query_log.
-	s.audit = newAuditWriter(db, &s.writeMu, func() time.Time { return s.now() }, log)
+	s.audit = newAuditWriter(db, path, syncLevel == synchronousFull, &s.writeMu, func() time.Time { return s.now() }, log)
 	return s, nil
 }
 
+// Synchronous levels (PRAGMA synchronous) of the memory connections.
+//
+// synchronousFull is what the server runs: in WAL mode SQLite syncs the
+// WAL at every commit, before the commit returns, so an answer that says a
+// row was written (append_event, checkpoint, an audit batch) is sent only
+// once the row survives a power cut (SPEC 5). synchronousNormal, SQLite's
+// usual WAL choice and this server's before, syncs only at checkpoints: a
+// commit is atomic and consistent but the last ones can be lost by a power
+// cut or a kernel crash; the benchmark measures it as the yardstick.
+const (
+	synchronousFull   = "FULL"
+	synchronousNormal = "NORMAL"
+)
+
 // openDB opens a pool on the file and checks that it is SQLite. With create
 // it also switches the file to WAL (persistent, so done once, not per
-// connection).
-func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(abs, create))
+// connection). syncLevel is the connections' PRAGMA synchronous.
+func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(abs, create, syncLevel))
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
 	}
@@ -214,20 +250,15 @@ func openDB(ctx context.Context, abs string, create bool, log hclog.Logger) (*sq
 }
 
 // dsn builds a file: URI (so any path character is escaped) with the
-// per-connection settings: busy timeout, synchronous=NORMAL (safe in WAL),
-// and BEGIN IMMEDIATE for every read-write transaction.
-func dsn(abs string, create bool) string {
-	p := filepath.ToSlash(abs)
-	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
-		p = "/" + p // file:///C:/dir/x.db
-	}
-	u := url.URL{Scheme: "file", Path: p}
+// per-connection settings: busy timeout, the synchronous level, and BEGIN
+// IMMEDIATE for every read-write transaction.
+func dsn(abs string, create bool, syncLevel string) string {
 	q := "_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=synchronous(" + syncLevel + ")&_txlock=immediate"
 	if !create {
 		q += "&mode=rw"
 	}
-	return u.String() + "?" + q
+	return rawsqlite.FileURI(abs, q)
 }
 
 // sqliteCode returns the primary SQLite result code of err, or 0.
@@ -248,7 +279,7 @@ func (s *Store) Close() error {
 	if s.audit != nil {
 		s.audit.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints} {
 		if st != nil {
 			st.Close()
 		}
@@ -279,6 +310,38 @@ func (s *Store) head(ctx context.Context, tx *sql.Tx) (int64, string, error) {
 // head is read and the row inserted in one BEGIN IMMEDIATE transaction, so
 // concurrent appenders in other processes keep one unbroken chain.
 func (s *Store) Append(ctx context.Context, session, kind, content string) (Event, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Event{}, fmt.Errorf("memory: append: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	e, err := s.appendTx(ctx, tx, session, kind, content, &s.indexedEvents)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedEvents = e.ID
+	}
+	return e, nil
+}
+
+// AppendTx is Append inside tx, a write transaction the caller began on a
+// connection of this store (see [Store.Conn]) and commits itself, so that
+// the event is written together with the caller's other changes, or not at
+// all (restore records itself this way).
+// The event's index entry is written in tx too.
+func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, session, kind, content string) (Event, error) {
+	return s.appendTx(ctx, tx, session, kind, content, nil)
+}
+
+// appendTx is AppendTx; indexed, when not nil, is the last event id this
+// store indexed (read under writeMu).
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content string, indexed *int64) (Event, error) {
 	content = Strip(content)
 	if content == "" {
 		return Event{}, ErrEmptyContent
@@ -287,13 +350,6 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (Even
 	if kind == "" {
 		kind = "note"
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Event{}, fmt.Errorf("memory: append: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
 	prevID, prevHash, err := s.head(ctx, tx)
 	if err != nil {
 		return Event{}, fmt.Errorf("memory: append: read head: %w", err)
@@ -311,11 +367,30 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (Even
 		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
+	if s.fts {
+		// Whether others appended since this store's last append is
+		// known only under writeMu (Append); otherwise the index is asked.
+		cache := int64(-1)
+		if indexed != nil {
+			cache = *indexed
+		}
+		if err := indexUpTo(ctx, tx, s.indexEvents, eventsIndex, cache, e.ID); err != nil {
+			return Event{}, fmt.Errorf("memory: append: index: %w", err)
+		}
 	}
 	return e, nil
 }
+
+// Begin starts a write transaction (BEGIN IMMEDIATE) on the store's pool,
+// for [Store.AppendTx] and [Store.AuditTx] beside the caller's own
+// statements.
+func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }
+
+// Conn pins one connection of the store's pool for a caller that runs
+// statements of its own around a write transaction on it (restore attaches
+// its snapshot before it begins). The caller closes it; a transaction begun
+// on it is BEGIN IMMEDIATE, as every write of the store.
+func (s *Store) Conn(ctx context.Context) (*sql.Conn, error) { return s.db.Conn(ctx) }
 
 // Checkpoint stores a summary (stripped; empty is ErrEmptySummary) anchored
 // to the current chain head.
@@ -351,8 +426,16 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (Checkp
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
+	if s.fts {
+		if err := indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
+			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
+	}
+	if s.fts {
+		s.indexedCheckpoints = c.ID
 	}
 	return c, nil
 }

@@ -93,15 +93,55 @@ func (v *Violation) Error() string { return v.Code + ": " + v.Message }
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}
 
-// IsProtected reports whether name is one of ProtectedTables, compared as
-// SQLite compares names (see [SameName]).
+// ServerIndexes are the server's full-text index of the memory (FTS5
+// tables with external content, SPEC 5.4): readable with MATCH, bm25(),
+// snippet() and highlight(), never written through SQL tools, FTS
+// commands included (an FTS command is an INSERT into the table).
+var ServerIndexes = [...]string{"memory_events_fts", "memory_checkpoints_fts"}
+
+// fts5Shadows are the suffixes of an FTS5 table's shadow tables.
+var fts5Shadows = [...]string{"_data", "_idx", "_docsize", "_config", "_content"}
+
+// IsProtected reports whether name is one of ProtectedTables, a server
+// index or one of its shadow tables, compared as SQLite compares names
+// (see [SameName]).
 func IsProtected(name string) bool {
 	for _, p := range ProtectedTables {
 		if SameName(name, p) {
 			return true
 		}
 	}
-	return false
+	return IsServerIndex(name) != ""
+}
+
+// IsServerIndex returns the server index that name is, or whose shadow
+// table it is, or "".
+func IsServerIndex(name string) string {
+	for _, p := range ServerIndexes {
+		if len(name) < len(p) || !SameName(name[:len(p)], p) {
+			continue
+		}
+		rest := name[len(p):]
+		if rest == "" {
+			return p
+		}
+		for _, suffix := range fts5Shadows {
+			if SameName(rest, suffix) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// IsServerObject reports whether the schema entry name (of table tbl, its
+// sqlite_schema tbl_name) belongs to the server rather than the agent: a
+// protected table or view, an index or trigger on one, or a Litestream
+// table (see [IsReplicationTable]). get_schema hides these and restore
+// keeps them as they are. Shadow tables of a server virtual table are the
+// caller's to add: only the schema knows which virtual tables own them.
+func IsServerObject(name, tbl string) bool {
+	return IsProtected(name) || IsProtected(tbl) || IsReplicationTable(tbl)
 }
 
 // SameName compares two SQL identifiers the way SQLite does: ASCII letters
@@ -605,6 +645,13 @@ func (a *Authorizer) protected(table, trigger string) *Violation {
 	msg := name + " is managed by the server and is append-only; it cannot be changed through SQL tools"
 	if name == "query_errors" {
 		msg = name + " is managed by the server; it cannot be changed through SQL tools"
+	}
+	if index := IsServerIndex(table); index != "" {
+		what := name + " is"
+		if index != name {
+			what = name + " is a shadow table of " + index + ","
+		}
+		msg = what + " the server's full-text index of the memory; the server keeps it up to date and no SQL tool can change it (FTS commands such as 'rebuild', 'optimize' or 'delete-all' included). Read it with MATCH, bm25(), snippet() and highlight()"
 	}
 	if trigger != "" {
 		msg += fmt.Sprintf(" (trigger %s writes to it)", trigger)

@@ -72,6 +72,31 @@ var policyCases = []policyCase{
 	{name: "sqlite_dbpage count", sql: `SELECT count(*) FROM sqlite_dbpage('main')`, sel: ro, read: pv, write: pv, destr: pv},
 	{name: "sqlite_schema read", sql: `SELECT name FROM sqlite_schema`, sel: ok, read: ok, write: ok, destr: ok},
 
+	// The memory's full-text index: read like any FTS5 table, never
+	// written, not even by FTS commands that lose nothing.
+	{name: "server index match", sql: `SELECT e.id, bm25(memory_events_fts), snippet(memory_events_fts, 0, '[', ']', '...', 8), highlight(memory_events_fts, 1, '<', '>') FROM memory_events_fts JOIN memory_events e ON e.id = memory_events_fts.rowid WHERE memory_events_fts MATCH 'first AND kind:note' ORDER BY bm25(memory_events_fts)`, sel: ok, read: ok, write: ok, destr: ok},
+	{name: "server checkpoint index match", sql: `SELECT rowid FROM memory_checkpoints_fts WHERE memory_checkpoints_fts MATCH 'state'`, sel: ok, read: ok, write: ok, destr: ok},
+	{name: "server index shadow read", sql: `SELECT count(*) FROM memory_events_fts_docsize`, sel: ok, read: ok, write: ok, destr: ok},
+	{name: "server index rebuild", sql: `INSERT INTO memory_events_fts(memory_events_fts) VALUES('rebuild')`, sel: ro, read: pt, write: pt + ": memory_events_fts is the server's full-text index", destr: pt + ": 'rebuild', 'optimize' or 'delete-all'"},
+	{name: "server index optimize", sql: `INSERT INTO memory_events_fts(memory_events_fts) VALUES('optimize')`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index merge", sql: `INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('merge', 500)`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index integrity-check", sql: `INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('integrity-check', 1)`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index delete-all", sql: `INSERT INTO memory_events_fts(memory_events_fts) VALUES('delete-all')`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index delete", sql: `INSERT INTO memory_events_fts(memory_events_fts, rowid, content, kind) VALUES('delete', 1, 'first event', 'note')`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index rank setting", sql: `INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('rank', 'bm25(10.0, 1.0)')`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index insert row", sql: `INSERT INTO memory_events_fts(rowid, content, kind) VALUES (2, 'planted', 'note')`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index delete row", sql: `DELETE FROM memory_events_fts WHERE rowid = 1`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server checkpoint index rebuild", sql: `INSERT INTO memory_checkpoints_fts(memory_checkpoints_fts) VALUES('rebuild')`, sel: ro, read: pt, write: pt, destr: pt + ": memory_checkpoints_fts is the server's"},
+	{name: "server index shadow write", sql: `INSERT INTO memory_events_fts_data VALUES (99, x'00')`, sel: ro, read: pt, write: pt, destr: pt + ": memory_events_fts_data is a shadow table of memory_events_fts"},
+	// SQLite's defensive mode refuses these itself, before the authorizer.
+	{name: "server index shadow update", sql: `UPDATE memory_events_fts_config SET v = 0`, sel: sqe + ": may not be modified", read: sqe, write: sqe, destr: sqe},
+	{name: "server index shadow delete", sql: `DELETE FROM memory_events_fts_docsize`, sel: sqe + ": may not be modified", read: sqe, write: sqe, destr: sqe},
+	{name: "server index drop", sql: `DROP TABLE memory_events_fts`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index drop shadow", sql: `DROP TABLE memory_events_fts_idx`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index rename", sql: `ALTER TABLE memory_events_fts RENAME TO mine`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index shadow index", sql: `CREATE INDEX mine ON memory_events_fts_docsize(sz)`, sel: ro, read: pt, write: pt, destr: pt},
+	{name: "server index shadow trigger", sql: `CREATE TRIGGER mine AFTER INSERT ON memory_events_fts_data BEGIN SELECT 1; END`, sel: sqe + ": cannot create triggers on shadow tables", read: sqe, write: sqe, destr: sqe},
+
 	// Disguises.
 	{name: "comment disguise", sql: "/* SELECT */ DELETE FROM notes -- just a select",
 		sel:   ro + ": DELETE is not allowed in query_database: " + selectOnly,
@@ -601,12 +626,15 @@ func TestModes(t *testing.T) {
 }
 
 func TestIsProtected(t *testing.T) {
-	for _, n := range []string{"memory_events", "MEMORY_EVENTS", "Memory_Checkpoints", "query_log", "query_errors"} {
+	for _, n := range []string{"memory_events", "MEMORY_EVENTS", "Memory_Checkpoints", "query_log", "query_errors",
+		"memory_events_fts", "Memory_Events_FTS_data", "memory_events_fts_idx", "memory_events_fts_docsize", "memory_events_fts_config",
+		"memory_checkpoints_fts", "memory_checkpoints_fts_data"} {
 		if !IsProtected(n) {
 			t.Errorf("IsProtected(%q) = false", n)
 		}
 	}
-	for _, n := range []string{"", "memory", "memory_events2", "notes", "query_logs", "memory_event\u017f", "query_lo\u0261"} {
+	for _, n := range []string{"", "memory", "memory_events2", "notes", "query_logs", "memory_event\u017f", "query_lo\u0261",
+		"memory_events_fts2", "memory_events_fts_", "memory_events_fts_other", "my_memory_events_fts"} {
 		if IsProtected(n) {
 			t.Errorf("IsProtected(%q) = true", n)
 		}

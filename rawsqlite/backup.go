@@ -84,7 +84,34 @@ func (c *Conn) BackupSteps(dstPath string, pages int, progress func(done, total 
 	return c.backupTo(dst, pages, progress)
 }
 
+// BackupTo copies the "main" database of c over the "main" database of
+// dst, an open connection, with SQLite's online backup API: SQLite holds
+// dst's write lock from the first step to the last and commits the copy as
+// one transaction, so other connections to dst's file see the old content
+// or the new, and readers in WAL mode keep their snapshots.
+//
+// The first step copies one page, the others pages pages each (-1: all
+// the rest). progress (when not nil) runs after each step with the pages
+// copied and the total; the first call comes with dst's write lock held and
+// nothing committed (unless the source has one page only: an empty
+// database), so a caller can read dst's current state through another
+// connection, knowing no one can change it before the copy replaces it.
+// progress returning false stops the copy and rolls dst back
+// (ResultInterrupt). dst must have no transaction open; in WAL mode its
+// page size must be c's.
+func (c *Conn) BackupTo(dst *Conn, pages int, progress func(done, total int) bool) error {
+	if !c.usable() || !dst.usable() {
+		return errClosed
+	}
+	return c.backup(dst, 1, pages, progress)
+}
+
 func (c *Conn) backupTo(dst *Conn, pages int, progress func(done, total int) bool) error {
+	return c.backup(dst, pages, pages, progress)
+}
+
+// backup runs the copy: a first step of first pages, then steps of pages.
+func (c *Conn) backup(dst *Conn, first, pages int, progress func(done, total int) bool) error {
 	const name = "main"
 	zName := c.tls.Alloc(len(name) + 1)
 	defer c.tls.Free(len(name) + 1)
@@ -99,11 +126,15 @@ func (c *Conn) backupTo(dst *Conn, pages int, progress func(done, total int) boo
 	if pages <= 0 {
 		pages = -1
 	}
+	step := first
+	if step <= 0 {
+		step = -1
+	}
 	deadline := time.Now().Add(backupRetry)
 	var rc int32
 	stopped := false
 	for {
-		rc = sqlite3.Xsqlite3_backup_step(c.tls, b, int32(clampInt32(pages)))
+		rc = sqlite3.Xsqlite3_backup_step(c.tls, b, int32(clampInt32(step)))
 		if rc&0xff == sqlite3.SQLITE_BUSY || rc&0xff == sqlite3.SQLITE_LOCKED {
 			if time.Now().Before(deadline) {
 				time.Sleep(backupPause)
@@ -124,6 +155,7 @@ func (c *Conn) backupTo(dst *Conn, pages int, progress func(done, total int) boo
 		if rc == sqlite3.SQLITE_DONE {
 			break
 		}
+		step = pages
 		deadline = time.Now().Add(backupRetry)
 	}
 	// finish reports the step's error again and records it on dst.

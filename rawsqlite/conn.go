@@ -2,6 +2,9 @@ package rawsqlite
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +75,11 @@ func Open(path string, flags OpenFlags) (*Conn, error) {
 	case strings.IndexByte(path, 0) >= 0:
 		return nil, &Error{Code: ResultCantOpen, Msg: "rawsqlite: path contains a NUL byte"}
 	}
+	return openV2(path, int32(flags))
+}
+
+// openV2 opens name (a path, or a URI with SQLITE_OPEN_URI in flags).
+func openV2(path string, flags int32) (*Conn, error) {
 	if rc := ensureInit(); rc != sqlite3.SQLITE_OK {
 		return nil, errorFromCode(rc)
 	}
@@ -87,7 +95,7 @@ func Open(path string, flags OpenFlags) (*Conn, error) {
 	zPath := tls.Alloc(len(path) + 1)
 	cstring(zPath, path)
 	storePtr(scratch+scratchOut1, 0)
-	cflags := int32(flags) | sqlite3.SQLITE_OPEN_NOMUTEX | sqlite3.SQLITE_OPEN_EXRESCODE
+	cflags := flags | sqlite3.SQLITE_OPEN_NOMUTEX | sqlite3.SQLITE_OPEN_EXRESCODE
 	rc := sqlite3.Xsqlite3_open_v2(tls, zPath, scratch+scratchOut1, cflags, 0)
 	tls.Free(len(path) + 1)
 	db := loadPtr(scratch + scratchOut1)
@@ -110,6 +118,52 @@ func Open(path string, flags OpenFlags) (*Conn, error) {
 	return c, nil
 }
 
+// OpenImmutable opens the database file at path read-only as a file that
+// no one changes (SQLite's immutable=1 URI parameter): no locks are taken
+// and no -wal or -shm is read or created beside it, so reading a snapshot
+// leaves its folder as it was. A file with a non-empty -wal beside it (a
+// copy someone opened and changed by hand) is opened read-only instead,
+// so the changes in that log are read too. The path is escaped into a
+// file: URI here, so it can never carry open options of its own.
+func OpenImmutable(path string) (*Conn, error) {
+	param := "immutable=1"
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		param = "mode=ro"
+	}
+	return openV2(FileURI(path, param), int32(ReadOnly)|sqlite3.SQLITE_OPEN_URI)
+}
+
+// FileURI is path (made absolute) as a SQLite file: URI with the query q
+// (such as "mode=ro"; "" for none). Every byte of the path outside
+// [A-Za-z0-9/._~:-] is percent-escaped, which SQLite decodes, so "?", "#"
+// and "%" in a path name exactly that file. (Written here rather than with
+// net/url, which the lean worker binary does not link.)
+func FileURI(path, q string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	p := filepath.ToSlash(path)
+	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
+		p = "/" + p // file:///C:/dir/x.db
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len("file://")+len(p)+len(q)+1)
+	b = append(b, "file://"...)
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("/._~:-", c) >= 0:
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	if q != "" {
+		b = append(b, '?')
+		b = append(b, q...)
+	}
+	return string(b)
+}
+
 // release frees the C resources owned by the Go side of the Conn.
 func (c *Conn) release() {
 	if c.scratch != 0 {
@@ -123,7 +177,7 @@ func (c *Conn) release() {
 }
 
 // Close closes the connection with sqlite3_close_v2 and removes its
-// authorizer. It finalizes nothing: callers finalize their statements. If
+// authorizer and preupdate hook. It finalizes nothing: callers finalize their statements. If
 // some are still open, SQLite keeps the handle alive until the last one is
 // finalized. Close is idempotent.
 func (c *Conn) Close() error {
@@ -133,6 +187,8 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	unregisterAuthorizer(c.db)
+	sqlite3.Xsqlite3_preupdate_hook(c.tls, c.db, 0, 0)
+	unregisterPreUpdate(c.db)
 	rc := sqlite3.Xsqlite3_close_v2(c.tls, c.db)
 	if rc != sqlite3.SQLITE_OK {
 		// close_v2 only fails on misuse; the handle is still ours.

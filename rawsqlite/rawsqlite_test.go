@@ -1051,3 +1051,66 @@ func TestOverloadInnocuous(t *testing.T) {
 		t.Fatal("empty name accepted")
 	}
 }
+
+func TestSyncWAL(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want bool
+	}{{"wal", true}, {"delete", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			c, _ := openTemp(t)
+			mustExec(t, c, "PRAGMA journal_mode="+tc.mode)
+			mustExec(t, c, "PRAGMA synchronous=NORMAL") // the commits below sync nothing in WAL mode
+			mustExec(t, c, "CREATE TABLE t (a)")
+			mustExec(t, c, "INSERT INTO t VALUES (1)")
+			synced, err := c.SyncWAL()
+			if err != nil || synced != tc.want {
+				t.Fatalf("SyncWAL() = %v, %v; want %v, nil", synced, err, tc.want)
+			}
+		})
+	}
+	c, _ := openTemp(t)
+	c.Close()
+	if _, err := c.SyncWAL(); err == nil {
+		t.Fatal("SyncWAL on a closed connection: no error")
+	}
+}
+
+// TestOpenImmutable: a path with URI characters names exactly that file,
+// and reading it leaves nothing beside it.
+func TestOpenImmutable(t *testing.T) {
+	for _, name := range []string{"plain.db", "a?mode=rw#x%41 b.db", "ünï cödé.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			c, err := Open(path, ReadWrite|Create)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Exec("PRAGMA journal_mode=WAL; CREATE TABLE t(x); INSERT INTO t VALUES (42)"); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			r, err := OpenImmutable(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _, err := r.Prepare("SELECT x FROM t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row, err := st.Step(); !row || err != nil || st.ColumnInt64(0) != 42 {
+				t.Fatalf("read %v %v %d", row, err, st.ColumnInt64(0))
+			}
+			st.Finalize()
+			if err := r.Exec("INSERT INTO t VALUES (1)"); ErrorCode(err)&0xff != ResultReadOnly {
+				t.Fatalf("write through the immutable connection: %v", err)
+			}
+			r.Close()
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 {
+				t.Fatalf("files beside the database after reading it: %v", entries)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ type Config struct {
 	Snapshots        int
 	SnapshotDir      string
 	SnapshotTimeout  time.Duration
+	Confirm          string
+	ConfirmTimeout   time.Duration
 	WorkerMemoryMB   int
 	MaxGrowthMB      int
 	MaxWorkers       int
@@ -45,6 +48,14 @@ type Config struct {
 	Sandbox          bool
 	Verbose          bool
 }
+
+// --confirm values (SPEC 5.5).
+const (
+	ConfirmDestructive = "destructive"
+	ConfirmWrites      = "writes"
+	ConfirmRequired    = "required"
+	ConfirmOff         = "off"
+)
 
 // standbyAuto marks --standby-workers left at auto: as many as
 // --max-workers allows, at most maxAutoStandby, so that a burst of four
@@ -120,6 +131,22 @@ func options() []option {
 				return errors.New("must be a number of seconds from 0.1 to 86400")
 			}
 			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
+			return nil
+		}},
+		{flag: "confirm", env: []string{"MCP_SQLITE_CONFIRM"}, def: ConfirmDestructive, help: "ask the person (MCP elicitation) before: destructive (destructive_query), writes (also overwriting write_query statements and create_view replace=true), required (as destructive, and refuse destructive_query for clients that cannot ask), off", apply: func(c *Config, v string) error {
+			switch v = strings.ToLower(strings.TrimSpace(v)); v {
+			case ConfirmDestructive, ConfirmWrites, ConfirmRequired, ConfirmOff:
+				c.Confirm = v
+				return nil
+			}
+			return errors.New("must be destructive, writes, required or off")
+		}},
+		{flag: "confirm-timeout", env: []string{"MCP_SQLITE_CONFIRM_TIMEOUT"}, def: "120", help: "seconds the person has to answer a confirmation; no answer declines", apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0.1 || f > 86400 || math.IsNaN(f) {
+				return errors.New("must be a number of seconds from 0.1 to 86400")
+			}
+			c.ConfirmTimeout = time.Duration(f * float64(time.Second))
 			return nil
 		}},
 		intOption("worker-memory-mb", "MCP_SQLITE_WORKER_MEMORY_MB", "256", "memory limit of each worker process in MiB", 128, 1<<20, func(c *Config, n int) { c.WorkerMemoryMB = n }),
@@ -209,7 +236,7 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (*C
 		if flagErr != nil {
 			return nil, nil, flagErr
 		}
-		return nil, nil, &UsageError{err.Error() + "\nTry: mcp-sqlite-memory --help"}
+		return nil, nil, &UsageError{flagError(err, opts)}
 	}
 	if err := c.check(); err != nil {
 		return nil, nil, err
@@ -244,6 +271,111 @@ func (c *Config) RequireDB() error {
 	return nil
 }
 
+// flagError rewrites the flag package's error for an unknown flag, which
+// prints it with one dash ("flag provided but not defined: -dbb"), as the
+// help writes flags, with the closest real one.
+func flagError(err error, opts []option) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err.Error() + "\nTry: mcp-sqlite-memory --help"
+	}
+	var flags []string
+	for _, o := range opts {
+		flags = append(flags, o.flag)
+	}
+	msg := "unknown flag --" + name
+	if near := Closest(name, flags); near != "" {
+		msg += "; did you mean --" + near + "?"
+	}
+	return msg + "\nTry: mcp-sqlite-memory --help"
+}
+
+// Closest returns the candidate nearest to s by edit distance, or "" when
+// none is near enough to be a likely typo (more than a third of s's
+// letters away).
+func Closest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+2
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// DBPathProblem explains, as a usage error naming what to type instead, a
+// --db that cannot be a database file: a folder, or a path under a file.
+// nil when the path may be opened or created.
+func DBPathProblem(db string) error {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return &UsageError{fmt.Sprintf("--db %s is a folder; name a database file inside it\nTry: --db %s", db, filepath.Join(abs, "memory.db"))}
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return &UsageError{fmt.Sprintf("--db %s is under %s, which is a file, not a folder; put the database in a folder\nTry: --db %s", db, dir, filepath.Join(filepath.Dir(dir), filepath.Base(abs)))}
+			}
+			return nil
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return nil
+		}
+	}
+}
+
+// PathWarning is the one warning a server gives about its --db (empty when
+// there is none): a path starting with a literal "~" (no shell expanded
+// it, as in an MCP host's JSON config: it names a folder called "~"), or a
+// relative one (it follows the working directory the host starts the
+// server in, so each project may silently get its own file). It says what
+// the path resolved to and how to write it.
+func PathWarning(db string) string {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(db, "~"):
+		suggest := "the absolute path"
+		if rest, ok := strings.CutPrefix(db, "~"); ok && (rest == "" || rest[0] == '/' || rest[0] == '\\') {
+			if home, err := os.UserHomeDir(); err == nil {
+				suggest = filepath.Join(home, rest)
+			}
+		}
+		return fmt.Sprintf("--db %q starts with a literal \"~\", which only a shell expands: it resolved to %s, inside a folder named \"~\". Write the path in full: --db %s",
+			db, abs, suggest)
+	case !filepath.IsAbs(db):
+		return fmt.Sprintf("--db %q is relative, so it follows the working directory the server was started in: it resolved to %s. Write an absolute path (--db %s) so that every session finds the same file", db, abs, abs)
+	}
+	return ""
+}
+
 // Stem is the database file name without its extension.
 func Stem(db string) string {
 	base := filepath.Base(db)
@@ -260,6 +392,8 @@ Usage:
   mcp-sqlite-memory sample-db PATH               write the sample shop database
   mcp-sqlite-memory call --db PATH TOOL 'JSON'   run one tool call through the real path
   mcp-sqlite-memory verify --db PATH             check the memory chain offline (exit 1 if broken)
+  mcp-sqlite-memory export --db PATH [--out F]   write the memory as JSON Lines (verify --jsonl F checks it)
+  mcp-sqlite-memory import --db NEW FILE         build a new memory from an export, verifying it
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +26,17 @@ func TestParseConfig(t *testing.T) {
 			return c.DB == "m.db" && c.Profile == "memory" && c.QueryTimeout == 10*time.Second && c.DefaultLimit == 100 &&
 				c.MaxRows == 1000 && c.MaxResultBytes == 32768 && c.MaxCellChars == 2000 && c.MaxUpdateRows == 500 &&
 				c.SearchCandidates == 5000 && c.Snapshots == 5 && c.WorkerMemoryMB == 256 && c.MaxGrowthMB == 512 &&
-				c.MaxWorkers == 4 && c.StandbyWorkers == 4 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots"
+				c.MaxWorkers == 4 && c.StandbyWorkers == 4 && c.Sandbox && !c.Verbose && c.SnapshotDir == "m.snapshots" &&
+				c.Confirm == "destructive" && c.ConfirmTimeout == 120*time.Second
 		}, ""},
+		{"confirm", []string{"--confirm", "writes", "--confirm-timeout", "2.5"}, nil, func(c *Config) bool {
+			return c.Confirm == "writes" && c.ConfirmTimeout == 2500*time.Millisecond
+		}, ""},
+		{"confirm from env", nil, map[string]string{"MCP_SQLITE_CONFIRM": "required", "MCP_SQLITE_CONFIRM_TIMEOUT": "5"}, func(c *Config) bool {
+			return c.Confirm == "required" && c.ConfirmTimeout == 5*time.Second
+		}, ""},
+		{"bad confirm", []string{"--confirm", "always"}, nil, nil, "must be destructive, writes, required or off"},
+		{"bad confirm timeout", []string{"--confirm-timeout", "0"}, nil, nil, "from 0.1 to 86400"},
 		{"env", nil, map[string]string{"MCP_SQLITE_DB": "/x/e.db", "MCP_SQLITE_MAX_ROWS": "50", "MCP_SQLITE_DEFAULT_LIMIT": "20"}, func(c *Config) bool {
 			return c.DB == "/x/e.db" && c.MaxRows == 50 && c.DefaultLimit == 20 && c.SnapshotDir == "/x/e.snapshots"
 		}, ""},
@@ -44,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad sandbox", []string{"--sandbox", "maybe"}, nil, nil, "must be on or off"},
 		{"too little memory", []string{"--worker-memory-mb", "64"}, nil, nil, "from 128"},
 		{"zero timeout", []string{"--query-timeout", "0"}, nil, nil, "from 0.1 to 3600"},
-		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "flag provided but not defined: -dbb"},
+		{"unknown flag", []string{"--dbb", "x"}, nil, nil, "unknown flag --dbb; did you mean --db?"},
 		{"limit above max", []string{"--default-limit", "2000"}, nil, nil, "--default-limit 2000 is larger than --max-rows 1000"},
 		{"standby above max", []string{"--standby-workers", "5", "--max-workers", "2"}, nil, nil, "--standby-workers 5 is larger than --max-workers 2"},
 		{"standby follows a smaller max", []string{"--max-workers", "2"}, nil, func(c *Config) bool { return c.MaxWorkers == 2 && c.StandbyWorkers == 2 }, ""},
@@ -121,6 +132,36 @@ func TestArgs(t *testing.T) {
 			}
 			if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT: ") || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestPathWarning(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "memory.db")
+	cwd, _ := os.Getwd()
+	for _, tc := range []struct {
+		name, db string
+		want     []string // all in the warning; none: no warning
+	}{
+		{"absolute", abs, nil},
+		{"relative", "memory.db", []string{"is relative", filepath.Join(cwd, "memory.db"), "--db " + filepath.Join(cwd, "memory.db")}},
+		{"dot relative", "./data/m.db", []string{"is relative", filepath.Join(cwd, "data", "m.db")}},
+		{"literal tilde", "~/agent/memory.db", []string{`literal "~"`, filepath.Join(cwd, "~", "agent", "memory.db"), `folder named "~"`, "Write the path in full"}},
+		{"tilde user", "~bob/m.db", []string{`literal "~"`, "the absolute path"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PathWarning(tc.db)
+			if len(tc.want) == 0 {
+				if got != "" {
+					t.Fatalf("PathWarning(%q) = %q, want none", tc.db, got)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("PathWarning(%q) = %q, want it to contain %q", tc.db, got, w)
+				}
 			}
 		})
 	}

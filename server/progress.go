@@ -66,6 +66,29 @@ func (p *progress) worker(f ipc.Progress) {
 	p.last = f
 }
 
+// phaseConfirm marks a call waiting for the person's answer.
+const phaseConfirm = "confirm"
+
+// waiting says the call waits for the person until deadline; running that
+// the wait is over and the statement runs. A nil progress does nothing.
+func (p *progress) waiting(deadline time.Time) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{Phase: phaseConfirm}, deadline
+}
+
+func (p *progress) running() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{}, time.Now().Add(p.s.cfg.QueryTimeout)
+}
+
 func (p *progress) loop() {
 	defer close(p.done)
 	t := time.NewTicker(progressEvery)
@@ -93,6 +116,8 @@ func (p *progress) send(now time.Time) {
 	}
 	msg := fmt.Sprintf("%s running for %s (stopped after %s)", p.tool, roundSeconds(elapsed), roundSeconds(total))
 	switch last.Phase {
+	case phaseConfirm:
+		msg = fmt.Sprintf("%s: waiting for the user to allow the statement (declined after %s)", p.tool, roundSeconds(total))
 	case ipc.PhaseSnapshot:
 		msg = fmt.Sprintf("%s: snapshot, %d of %d pages copied (%s)", p.tool, last.Done, last.Total, roundSeconds(elapsed))
 	case ipc.PhaseStatement:

@@ -68,6 +68,20 @@ func stringOrStrings() mcp.PropertyOption {
 }
 
 // searchLimit is search_text's default limit, within --max-rows.
+// asksText tells the agent, in a tool's description, that the server may
+// ask the person before the call runs (SPEC 5.5).
+func (s *Server) asksText(tool string) string {
+	switch {
+	case !s.mustConfirm(tool):
+		return ""
+	case tool == "write_query":
+		return " Statements that overwrite rows (UPDATE, REPLACE, upserts) first run as a dry run, and the server may ask the user to allow them (MCP elicitation); DECLINED means the user said no and nothing changed: do not retry it."
+	case tool == "create_view":
+		return " With replace=true the server may ask the user to allow it first (MCP elicitation); DECLINED means the user said no and nothing changed."
+	}
+	return " Before it runs, the server dry-runs it and may ask the user to allow it, showing what it would change (MCP elicitation); DECLINED means the user said no and nothing changed: do not retry it, ask the user what they want instead."
+}
+
 func (s *Server) searchLimit() int { return min(searchDefaultLimit, s.cfg.MaxRows) }
 
 func (s *Server) registerMemory() {
@@ -83,14 +97,14 @@ func (s *Server) registerMemory() {
 	// UPDATE, REPLACE and upserts overwrite rows without a snapshot, so
 	// write_query is destructive in the MCP sense, though it removes nothing.
 	s.mcp.AddTool(newTool("write_query", "Write query (INSERT, UPDATE, CREATE)", hints{destructive: true},
-		mcp.WithDescription(fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.", c.MaxUpdateRows)),
+		mcp.WithDescription(fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.%s", c.MaxUpdateRows, s.asksText("write_query"))),
 		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one writing SQL statement")),
 	), s.handle("write_query", false, s.writeQuery))
 
 	// Not idempotent: every call takes a new snapshot, and a repeated
 	// statement may remove or change more.
 	s.mcp.AddTool(newTool("destructive_query", "Destructive query (snapshot first)", hints{destructive: true},
-		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then the whole database is snapshotted, then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."),
+		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then the whole database is snapshotted, then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."+s.asksText("destructive_query")),
 		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one destructive SQL statement")),
 		mcp.WithString("reason", mcp.Required(), mcp.MinLength(1), mcp.Description("why this change is needed (kept in the audit log)")),
 	), s.handle("destructive_query", false, s.destructiveQuery))
@@ -114,7 +128,7 @@ func (s *Server) registerMemory() {
 	// the audit log): destructive. Repeating a call changes nothing more:
 	// the view is the same, or the second call is refused.
 	s.mcp.AddTool(newTool("create_view", "Save a query as a view", hints{destructive: true, idempotent: true},
-		mcp.WithDescription("Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first."),
+		mcp.WithDescription("Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first."+s.asksText("create_view")),
 		mcp.WithString("name", mcp.Required(), mcp.Pattern(`^[A-Za-z_][A-Za-z0-9_]*$`), mcp.Description("view name: letters, digits, underscores, not starting with a digit")),
 		mcp.WithString("select_sql", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT or WITH ... SELECT statement")),
 		mcp.WithString("description", mcp.DefaultString(""), mcp.Description("what the view answers; stored inside its SQL")),
@@ -145,9 +159,10 @@ func (s *Server) registerMemory() {
 	), s.handle("checkpoint", false, s.checkpoint))
 
 	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
-		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events."),
+		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."),
 		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
 		mcp.WithAny("exclude_kinds", stringOrStrings(), mcp.DefaultString(""), mcp.Description("event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\"")),
+		mcp.WithString("query", mcp.Description(`words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`)),
 	), s.handle("get_resume_context", false, s.resumeContext))
 
 	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
@@ -210,7 +225,7 @@ func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error)
 	c.detail["max_update_rows"] = s.cfg.MaxUpdateRows
 	req := s.request(ipc.OpQuery, "write")
 	req.SQL = q
-	return s.answer(c, req)
+	return s.confirmed(c, "write_query", req, "", argsDigest("write_query", q), true)
 }
 
 func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, error) {
@@ -230,7 +245,7 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
 	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
-	return s.answer(c, req)
+	return s.confirmed(c, "destructive_query", req, reason, argsDigest("destructive_query", q, reason), true)
 }
 
 func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error) {
@@ -306,6 +321,9 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	c.detail["name"], c.detail["replace"] = name, replace
 	req := s.request(ipc.OpCreateView, "write")
 	req.View = &ipc.View{Name: name, Select: sel, Description: desc, Replace: replace}
+	if replace {
+		return s.confirmed(c, "create_view", req, "", argsDigest("create_view", name, sel, desc), false)
+	}
 	return s.answer(c, req)
 }
 
@@ -363,7 +381,7 @@ func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, erro
 }
 
 func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("max_events", "exclude_kinds"); err != nil {
+	if err := a.only("max_events", "exclude_kinds", "query"); err != nil {
 		return outcome{}, err
 	}
 	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, maxResumeEvents, "")
@@ -374,9 +392,16 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err != nil {
 		return outcome{}, err
 	}
+	query, err := a.str("query", false, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	if query != "" {
+		c.setQuery(query)
+	}
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
-		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars,
+		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
 	})
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -385,6 +410,9 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	c.detail["max_events"], c.detail["chain_ok"] = maxEvents, r.Chain.OK
 	if len(r.Excluded) > 0 {
 		c.detail["exclude_kinds"] = r.Excluded
+	}
+	if query != "" {
+		c.detail["recall_matched"], c.detail["recalled"] = r.Matched, r.Recalled
 	}
 	return outcome{text: r.Text}, nil
 }
@@ -396,6 +424,8 @@ func memoryError(err error) error {
 		return invalid("content must not be empty (white space alone is empty)")
 	case errors.Is(err, memory.ErrEmptySummary):
 		return invalid("summary must not be empty")
+	case errors.Is(err, memory.ErrEmptyQuery):
+		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {

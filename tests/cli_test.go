@@ -129,12 +129,15 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--db", "x.db", "--max-rows", "many"}, 2, "Try: --max-rows 1000"},
-		{[]string{"--db", "x.db", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"--db", "x.db", "--no-such-flag"}, 2, "unknown flag --no-such-flag\nTry: mcp-sqlite-memory --help"},
 		{[]string{}, 2, "no database given"},
 		{[]string{"--help"}, 0, "Usage:"},
 		{[]string{"sample-db"}, 2, "sample-db takes one path"},
 		{[]string{"verify"}, 2, "no database given"},
 		{[]string{"restore", "--db", "x.db"}, 2, "restore takes the snapshot file"},
+		{[]string{"restore", "x.db", "snap.db"}, 2, "Try: mcp-sqlite-memory restore --db x.db snap.db"},
+		{[]string{"restore", "snap.db"}, 2, "Try: mcp-sqlite-memory restore --db PATH SNAPSHOT"},
+		{[]string{"restore", "--db", "x.db", "--reason"}, 2, "--reason needs a text"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -218,7 +218,7 @@ func (s *session) ok(tool string, args map[string]any) string {
 	s.t.Helper()
 	text, isErr := s.call(tool, args)
 	if isErr {
-		s.t.Fatalf("%s %v: unexpected error: %s", tool, args, text)
+		s.t.Fatalf("%s %s: unexpected error: %s", tool, boundedArgs(args), bounded(text))
 	}
 	return text
 }
@@ -228,7 +228,7 @@ func (s *session) fails(tool string, args map[string]any, code string) string {
 	s.t.Helper()
 	text, isErr := s.call(tool, args)
 	if !isErr || !strings.HasPrefix(text, code+": ") {
-		s.t.Fatalf("%s %v: got (error=%v) %q, want a %s error", tool, args, isErr, text, code)
+		s.t.Fatalf("%s %s: got (error=%v) %q, want a %s error", tool, boundedArgs(args), isErr, bounded(text), code)
 	}
 	return text
 }
@@ -311,4 +311,28 @@ func lastAudit(t testing.TB, path string) (tool string, ok bool, errText string)
 		t.Fatal(err)
 	}
 	return tool, ok, e.String
+}
+
+// bounded returns s whole when short, else its first 2 KiB and its length,
+// so that a failing test never floods the terminal with a big value.
+func bounded(s string) string {
+	const max = 2 << 10
+	if len(s) <= max {
+		return s
+	}
+	return fmt.Sprintf("%s... [%d bytes in all]", s[:max], len(s))
+}
+
+// boundedArgs formats a tool call's arguments with every string value
+// bounded (see bounded): a test's 4 MB query must not flood the terminal
+// when the call fails.
+func boundedArgs(args map[string]any) string {
+	short := make(map[string]any, len(args))
+	for k, v := range args {
+		if str, ok := v.(string); ok {
+			v = bounded(str)
+		}
+		short[k] = v
+	}
+	return fmt.Sprint(short)
 }

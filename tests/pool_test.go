@@ -43,9 +43,15 @@ func (b *lockedBuffer) count(parts ...string) int {
 // startLogged is start with a choice of server binary and its stderr kept.
 func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lockedBuffer) {
 	t.Helper()
+	return startCommand(t, db, bin, append([]string{"--db", db}, flags...)...)
+}
+
+// startCommand starts a server on db by running command with args (a
+// tracer in front of the server, say), keeping its stderr.
+func startCommand(t *testing.T, db, command string, args ...string) (*session, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
-	args := append([]string{"--db", db}, flags...)
-	c, err := client.NewStdioMCPClientWithOptions(bin, nil, args, transport.WithCommandStderrWriter(logs), trackServer(db))
+	c, err := client.NewStdioMCPClientWithOptions(command, nil, args, transport.WithCommandStderrWriter(logs), trackServer(db))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,5 +74,41 @@ func TestShutdown(t *testing.T) {
 				t.Errorf("workers outlived the server: %v", left)
 			}
 		})
+	}
+}
+
+// TestQuietShutdown: a session that ends while standby workers are still
+// starting logs nothing above DEBUG for the workers the shutdown kills
+// (issue 25: a warning there read as "the sandbox failed"). Each session
+// makes one call and closes stdin at once, while the replacement standbys
+// start; stderr is read to its end (an MCP client library may close it
+// before the server's last lines).
+func TestQuietShutdown(t *testing.T) {
+	t.Parallel()
+	for i := range 3 {
+		cmd := exec.Command(serverBin, "--db", newDB(t))
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		c.read()
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"append_event","arguments":{"content":"one event"}}}`)
+		c.read()
+		in.Close()
+		_, _ = io.ReadAll(c.out)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("session %d: exit: %v\n%s", i+1, err, bounded(stderr.String()))
+		}
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(line, "[WARN]") || strings.Contains(line, "[ERROR]") {
+				t.Errorf("session %d: shutdown logged %s", i+1, bounded(line))
+			}
+		}
 	}
 }

@@ -30,7 +30,7 @@ func (ex *executor) objects() ([]object, error) {
 	err = ex.each("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY rowid", func(st *rawsqlite.Stmt) error {
 		o := object{typ: st.ColumnText(0), name: st.ColumnText(1), table: st.ColumnText(2), sql: st.ColumnText(3)}
 		o.shadow = shadow[policy.FoldName(o.name)]
-		o.system = policy.IsProtected(o.name) || policy.IsProtected(o.table) || policy.IsReplicationTable(o.table)
+		o.system = policy.IsServerObject(o.name, o.table)
 		objs = append(objs, o)
 		return nil
 	})
@@ -70,6 +70,9 @@ func (ex *executor) listTables() (*ipc.Response, error) {
 	for _, o := range objs {
 		if (o.typ != "table" && o.typ != "view") || o.shadow || strings.HasPrefix(strings.ToLower(o.name), "sqlite_") {
 			continue
+		}
+		if policy.IsServerIndex(o.name) != "" {
+			continue // the memory's full-text index: the instructions name it
 		}
 		rows := ""
 		// Views are not counted: counting one runs it, which may be slow.

@@ -38,6 +38,8 @@ type executor struct {
 	clock    *time.Timer
 	// progress writes progress frames for the front.
 	progress *reporter
+	// dry watches a dry run (previewQuery); nil otherwise.
+	dry *dryRun
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
@@ -99,6 +101,14 @@ func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	c.Limit(rawsqlite.LimitAttached, 0)
 	if err := c.Exec("PRAGMA foreign_keys=ON"); err != nil {
 		return fail("foreign keys", err)
+	}
+	// An agent's write is answered "ok" only once its commit is on disk
+	// (SPEC 5): FULL syncs the WAL (or, in rollback mode, the journal and
+	// the database) at every commit. It is SQLite's default; set here so
+	// that no build option or default of the library can weaken it, and
+	// the agent cannot change it (the policy refuses PRAGMA with a value).
+	if err := c.Exec("PRAGMA synchronous=FULL"); err != nil {
+		return fail("synchronous", err)
 	}
 	if err := declareInnocuousFTSFunctions(c); err != nil {
 		return fail("full-text functions", err)
@@ -199,7 +209,11 @@ func (ex *executor) setup() error {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
-		return ex.auth.Authorize(policyCall(r))
+		rc := ex.auth.Authorize(policyCall(r))
+		if ex.dry != nil && rc == rawsqlite.AuthOK {
+			ex.dry.authorized(r)
+		}
+		return rc
 	}); err != nil {
 		return err
 	}
@@ -264,8 +278,14 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 	}
 	ex.auth.Reset()
 	ex.agentPhase = true
+	if ex.dry != nil {
+		ex.dry.compiling = true
+	}
 	st, tail, err := ex.conn.Prepare(sql)
 	ex.agentPhase = false
+	if ex.dry != nil {
+		ex.dry.compiling = false
+	}
 	if err != nil {
 		return nil, "", ex.classify(err)
 	}

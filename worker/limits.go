@@ -61,7 +61,7 @@ func applyLimits(req *ipc.Request, log hclog.Logger) error {
 			return fail(err)
 		}
 	case limited.memoryMB > 0 && mb > limited.memoryMB:
-		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; front and worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
+		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; the server and its worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
 	default:
 		if err := applyMemoryLimit(mb, log); err != nil {
 			return fail(err)

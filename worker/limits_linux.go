@@ -62,7 +62,7 @@ func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
 		case limited.memoryMB == 0:
 			return nil // the standby phase: the front sets it next
 		case cur.Cur == unix.RLIM_INFINITY:
-			return errors.New("the front did not set this worker's address-space limit")
+			return errors.New("the server did not set this worker's address-space limit")
 		case mb < limited.memoryMB:
 			return setLimit(unix.RLIMIT_AS, cur.Cur-uint64(limited.memoryMB-mb)<<20)
 		}

@@ -11,36 +11,56 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
-// query runs the agent's one statement under the request's mode.
+// query runs the agent's one statement under the request's mode, or its
+// dry run when the request asks for a preview.
 func (ex *executor) query() (*ipc.Response, error) {
-	st, text, err := ex.compile(ex.req.SQL)
+	if ex.req.Preview != nil {
+		return ex.previewQuery()
+	}
+	st, sum, reads, err := ex.prepareAgent()
 	if err != nil {
 		return nil, err
 	}
 	defer st.Finalize()
+	if reads {
+		return ex.read(st, sum)
+	}
+	return ex.write(st, sum)
+}
+
+// prepareAgent compiles the agent's statement and holds a writing one to
+// the checks that come before it runs. reads reports a statement answered
+// as a read. The caller finalizes st.
+func (ex *executor) prepareAgent() (st *rawsqlite.Stmt, sum policy.Summary, reads bool, err error) {
+	st, text, err := ex.compile(ex.req.SQL)
+	if err != nil {
+		return nil, sum, false, err
+	}
 	// What the statement does is read right after it compiles: FTS5 and
 	// R*Tree add their own upkeep actions once it runs.
-	sum := ex.auth.Summary()
+	sum = ex.auth.Summary()
 	if ex.mode <= policy.Read || st.IsExplain() != 0 {
 		// EXPLAIN lists the program of a statement the policy allowed and
 		// runs none of it.
-		return ex.read(st, sum)
+		return st, sum, true, nil
 	}
 	if st.Readonly() && st.ColumnCount() > 0 && !sum.Writes() {
 		// A plain SELECT sent to a writing tool: answer it like read_query
 		// rather than refuse; it changes nothing.
-		return ex.read(st, sum)
+		return st, sum, true, nil
 	}
-	if err := ex.refuseVacuum(st); err != nil {
-		return nil, err
+	err = ex.refuseVacuum(st)
+	if err == nil && sum.Schema && endsInOpenComment(text) {
+		err = ipc.NewError(ipc.CodeInvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
 	}
-	if sum.Schema && endsInOpenComment(text) {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
+	if err == nil {
+		err = ex.checkFTSCommands(st)
 	}
-	if err := ex.checkFTSCommands(st); err != nil {
-		return nil, err
+	if err != nil {
+		st.Finalize()
+		return nil, sum, false, err
 	}
-	return ex.write(st, sum)
+	return st, sum, false, nil
 }
 
 // read renders a read-only statement. SQLite's own verdict backs the policy:
@@ -125,20 +145,35 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 	}
-	var triggersBefore map[string]bool
-	if ex.mode == policy.Destructive {
-		var err error
-		if triggersBefore, err = ex.triggers(); err != nil {
-			return nil, err
-		}
-	}
 	committed := false
 	defer func() {
 		if !committed {
 			_ = ex.exec("ROLLBACK")
 		}
 	}()
+	returning, changes, err := ex.apply(st, sum)
+	if err != nil {
+		return nil, err
+	}
+	if err := ex.exec("COMMIT"); err != nil {
+		return nil, err
+	}
+	committed = true
+	return ex.written(sum, changes, returning, detail), nil
+}
 
+// apply steps a writing statement to its end inside the open transaction
+// and holds it to the checks that follow a run: the rowcount guard in
+// write mode, and the policy over the bodies of triggers it created. It
+// returns the RETURNING rows (nil without RETURNING) and sqlite3_changes.
+func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int64, error) {
+	var triggersBefore map[string]bool
+	if ex.mode == policy.Destructive {
+		var err error
+		if triggersBefore, err = ex.triggers(); err != nil {
+			return nil, 0, err
+		}
+	}
 	// RETURNING rows: SQLite makes every change on the first step, so the
 	// statement is stepped to its end even past the caps. The renderer
 	// refuses rows past the row or byte cap and notes that more existed.
@@ -154,7 +189,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	for {
 		ok, err := ex.stepAgent(st)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if !ok {
 			break
@@ -166,20 +201,20 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	}
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
-		return nil, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
+		return nil, 0, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
 			"this UPDATE would change %d rows, more than --max-update-rows=%d; it was rolled back and nothing changed. Narrow the WHERE clause, update in batches, or use destructive_query for a deliberate bulk update (it snapshots first)",
 			changes, ex.req.Caps.MaxUpdateRows))
 	}
 	if triggersBefore != nil {
 		if err := ex.checkNewTriggers(triggersBefore); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	if err := ex.exec("COMMIT"); err != nil {
-		return nil, err
-	}
-	committed = true
+	return returning, changes, nil
+}
 
+// written is the answer to a committed write (SPEC 5.2).
+func (ex *executor) written(sum policy.Summary, changes int64, returning *result, detail map[string]any) *ipc.Response {
 	var b strings.Builder
 	if sum.Schema {
 		b.WriteString("ok: schema statement executed")
@@ -201,7 +236,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		b.WriteByte('\n')
 		b.WriteString(returning.finish(false).Text)
 	}
-	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}, nil
+	return &ipc.Response{Text: b.String(), Rows: changes, Detail: detail}
 }
 
 // program lists the compiled program of st, trigger programs included, as

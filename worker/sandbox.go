@@ -73,7 +73,7 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		return nil
 	}
 	if err := st.Allowance.Permits(req.DB, req.ReadOnlyFile, snapDir); err != nil {
-		return ipc.NewError(ipc.CodeWorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; front and worker must be started for the same database")
+		return ipc.NewError(ipc.CodeWorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; the server and its worker must be started for the same database")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,7 +161,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, err
 	}
-	if c.path, err = keepSnapshot(c.tmp, s, c.started); err != nil {
+	if c.path, err = keepSnapshot(c.tmp, s.Dir, s.Stem, "", c.started); err != nil {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
@@ -194,7 +195,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	path, err := keepSnapshot(tmp, s, time.Now())
+	path, err := keepSnapshot(tmp, s.Dir, s.Stem, "", time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
@@ -243,10 +244,50 @@ func plainName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
 }
 
+// PreRestoreTag marks the name of the safety snapshot that restore takes
+// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. Such a
+// snapshot is a full copy like any other and counts toward retention.
+const PreRestoreTag = ".pre-restore"
+
+// snapshotTags are the name parts a snapshot may carry between its stamp
+// and ".db" ("" for destructive_query's and the snapshot tool's).
+var snapshotTags = []string{"", PreRestoreTag}
+
+// FullSnapshot copies the database of src with SQLite's online backup API
+// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or PreRestoreTag) under a
+// partial name, syncs it and renames it when complete, as
+// destructive_query's snapshots are written, and returns its path. It
+// removes no other snapshot: retention runs with the next
+// destructive_query or snapshot call.
+func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
+	if !plainName(stem) || !slices.Contains(snapshotTags, tag) {
+		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
+	}
+	s := &ipc.Snapshot{Dir: dir, Stem: stem}
+	partial, err := partialName(s)
+	if err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, partial)
+	started := time.Now()
+	if err := src.Backup(tmp); err != nil {
+		return "", err
+	}
+	path, err := keepSnapshot(tmp, dir, stem, tag, started)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return path, nil
+}
+
 // keepSnapshot syncs the complete copy at tmp and renames it to its
-// snapshot name (the time it was taken), then syncs the folder so that the
-// name survives a power loss.
-func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) {
+// snapshot name (the time it was taken, then tag), then syncs the folder
+// so that the name survives a power loss.
+func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
 	if err != nil {
 		return "", err
@@ -261,12 +302,12 @@ func keepSnapshot(tmp string, s *ipc.Snapshot, taken time.Time) (string, error) 
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(s.Dir, s.Stem+"."+taken.UTC().Format(stampLayout)+"Z.db")
+		path := filepath.Join(dir, stem+"."+taken.UTC().Format(stampLayout)+"Z"+tag+".db")
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
-			syncDir(s.Dir)
+			syncDir(dir)
 			return path, nil
 		}
 		taken = taken.Add(time.Millisecond)
@@ -308,14 +349,25 @@ func rotate(dir, stem string, keep int, ex *executor) {
 	}
 }
 
-// isSnapshotName reports whether name is <stem>.<stamp>Z.db.
+// isSnapshotName reports whether name is <stem>.<stamp>Z<tag>.db for one
+// of snapshotTags. The stamp comes first, so names sort in time order
+// whatever their tag.
 func isSnapshotName(name, stem string) bool {
-	if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, "Z.db") || len(name) < len(stem)+1+len("Z.db") {
-		return false
+	for _, tag := range snapshotTags {
+		end := "Z" + tag + ".db"
+		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
+			continue
+		}
+		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
+			return true
+		}
 	}
-	_, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len("Z.db")])
-	return err == nil
+	return false
 }
+
+// IsSnapshotName reports whether name (a file name, no folder) is one of
+// stem's snapshots, as retention counts them.
+func IsSnapshotName(name, stem string) bool { return isSnapshotName(name, stem) }
 
 // SnapshotLeftovers lists what stopped snapshots of stem left in dir:
 // partial files (and any journal of theirs), and snapshots that an older

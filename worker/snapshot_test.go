@@ -280,6 +280,48 @@ func commitLateRow(t *testing.T, db string) {
 	}
 }
 
+func TestIsSnapshotName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"memory.20261130T101500.123Z.db", true},
+		{"memory.20261130T101500.123Z.pre-restore.db", true},
+		{"memory.20261130T101500.123Z.post-restore.db", false},
+		{"memory.20261130T101500Z.db", false},
+		{"memory.abc.partial", false},
+		{"other.20261130T101500.123Z.db", false},
+		{"memory.20261130T101500.123Z.db-wal", false},
+		{"memory.pre-restore.db", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsSnapshotName(tt.name, "memory"); got != tt.want {
+				t.Fatalf("IsSnapshotName(%q) = %v, want %v", tt.name, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRetentionCountsSafetySnapshots: restore's safety snapshots are
+// snapshots to retention, in time order with the others.
+func TestRetentionCountsSafetySnapshots(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"w.20260101T000000.000Z.db", "w.20260102T000000.000Z.pre-restore.db", "w.20260103T000000.000Z.db"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate(dir, "w", 2, &executor{log: hclog.NewNullLogger()})
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260102T000000.000Z.pre-restore.db", "w.20260103T000000.000Z.db"}) {
+		t.Fatalf("after keeping 2: %v", got)
+	}
+	rotate(dir, "w", 1, &executor{log: hclog.NewNullLogger()})
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260103T000000.000Z.db"}) {
+		t.Fatalf("after keeping 1: %v", got)
+	}
+}
+
 // TestSnapshotNow: the snapshot tool's request copies the database whole,
 // keeps and rotates like a destructive query's snapshot, runs while
 // another connection holds the write lock (it needs none), and reports a

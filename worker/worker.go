@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,10 +40,16 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	// call that takes this worker gets the reason.
 	standbyErr := prepare(log)
 	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
-		log.Error("telling the front this worker is ready failed", "error", err)
+		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
 	}
 	req, err := ipc.ReadRequest(stdin)
+	if err != nil && isTerminal(stdin) {
+		// A person typing, not the server or a fuzzer (they pipe): words
+		// and a failing status rather than a frame.
+		fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: not a worker request: %v\n\n%s", err, Help)
+		return 2
+	}
 	if err == nil {
 		err = admit(req, log)
 	}
@@ -73,6 +80,37 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// Help is the worker binary's help text (--help).
+const Help = `mcp-sqlite-memory-worker runs one statement for mcp-sqlite-memory: the server
+starts it, sandboxed, writes one JSON request frame to its stdin and reads
+the answer (CSV or JSON inside a JSON frame) from its stdout. It is not
+meant to be run by hand; run the server instead:
+
+  mcp-sqlite-memory --db PATH            serve MCP over stdio
+  mcp-sqlite-memory call --db PATH TOOL 'JSON'   one tool call from a shell
+
+A request piped to it (as fuzzers do) gets a JSON frame answer, failures
+included, and exit status 0; worker/README.md describes the frames.
+`
+
+// Args handles command-line arguments, which the server never passes:
+// --help (or -h, help) prints Help; anything else is a usage error (2).
+func Args(args []string, stdout, stderr io.Writer) int {
+	switch args[0] {
+	case "--help", "-help", "-h", "help":
+		fmt.Fprint(stdout, Help)
+		return 0
+	}
+	fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: unexpected argument %q; it takes none\n\n%s", args[0], Help)
+	return 2
+}
+
+// isTerminal reports whether r is a terminal (see terminal for each OS).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && terminal(f)
 }
 
 // Execute runs req and always returns a response. It applies the process
@@ -183,7 +221,31 @@ func (ex *executor) classify(err error) error {
 	case rawsqlite.ResultReadOnly:
 		return ipc.NewError(ipc.CodeReadOnly, se.Msg+"; this database is read-only")
 	}
-	return ipc.NewError(ipc.CodeSQL, se.Msg)
+	if strings.HasPrefix(se.Msg, "no such table: ") {
+		// Both profiles have list_tables; the policy's TABLE_NOT_FOUND
+		// path says the same.
+		return ipc.NewError(ipc.CodeSQL, se.Msg+"; list_tables shows the tables")
+	}
+	return ipc.NewError(ipc.CodeSQL, se.Msg+matchHint(se.Msg, ex.req.SQL))
+}
+
+// fts5Syntax is the hint for a full-text query that FTS5 could not parse.
+const fts5Syntax = "FTS5 query syntax: words (all must match), OR and NOT in capitals, \"a phrase\", prefix*, NEAR(a b, 5), column:word (e.g. kind:decision); put a word with punctuation in double quotes inside the string: MATCH '\"max-events\"'"
+
+// matchHint adds how to write a MATCH string when an error came from one.
+// FTS5 reads a hyphen as a column filter, so MATCH 'max-events' fails as
+// "no such column: events"; the SQL is only looked at for MATCH to pick
+// the friendlier text, never to decide anything.
+func matchHint(msg, sql string) string {
+	switch {
+	case strings.HasPrefix(msg, "fts5: syntax error"), strings.HasPrefix(msg, "unknown special query"):
+		return "; " + fts5Syntax
+	case strings.HasPrefix(msg, "no such column") && strings.Contains(strings.ToUpper(sql), "MATCH"):
+		return "; if the name comes from a MATCH string, a hyphen or colon there starts a column filter. " + fts5Syntax
+	case strings.HasPrefix(msg, "unable to use function MATCH"):
+		return "; MATCH needs a full-text table on its left: WHERE memory_events_fts MATCH 'words' (join memory_events ON id = memory_events_fts.rowid for the other columns)"
+	}
+	return ""
 }
 
 func durationText(ms int64) string {

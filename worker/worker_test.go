@@ -61,7 +61,7 @@ func TestQuery(t *testing.T) {
 		{"two statements", "read", "SELECT 1; SELECT 2", ipc.CodeMultipleStatements, "only one statement"},
 		{"trailing semicolons and comment", "read", "SELECT 1 AS x;; -- done", "", "x\n1\n# 1 rows"},
 		{"syntax", "read", "SELEC 1", ipc.CodeSQL, "syntax error"},
-		{"no table", "read", "SELECT * FROM nope", ipc.CodeSQL, "no such table: nope"},
+		{"no table", "read", "SELECT * FROM nope", ipc.CodeSQL, "no such table: nope; list_tables shows the tables"},
 		{"write in read", "read", "INSERT INTO t (name) VALUES ('x')", ipc.CodeReadOnly, "write_query"},
 		{"reindex in read", "read", "REINDEX", "", ""},
 		{"insert", "write", "INSERT INTO t (name) VALUES ('x')", "", "ok: 1 rows affected (last_insert_rowid=4)"},

@@ -17,5 +17,8 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		os.Exit(worker.Args(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(worker.Main(os.Stdin, os.Stdout, os.Stderr))
 }

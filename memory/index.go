@@ -1,0 +1,213 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// The full-text index (SPEC 5.4). Two FTS5 tables with external content,
+// so the text is stored once, in the chain:
+//
+//   - memory_events_fts(content, kind), rowid = memory_events.id
+//   - memory_checkpoints_fts(summary), rowid = memory_checkpoints.id
+//
+// The tokenizer is unicode61 (Unicode-aware word splitting and case
+// folding, for prose in any script) with remove_diacritics 2 ("cafe" finds
+// "café", also for letters whose accent is a separate code point) and '_'
+// as a token character, so that a snake_case identifier such as
+// max_update_rows is one token: searching for it finds it, not every event
+// that says "max" or "rows". No stemmer: Porter is English-only and cuts
+// identifiers ("caching" and "cache" would match, "orders_7" would not
+// change, "ids" becomes "id"); prefix queries (cach*) cover the same need
+// on purpose.
+//
+// The index is kept without triggers. The server writes an event's index
+// row in the transaction that appends the event; rows that another program
+// appended (the reference server, an older version of this one, a script)
+// are indexed at start and by the next append or recall, in id order. A
+// trigger on memory_events would run inside every other program's INSERT:
+// a SQLite built without FTS5 (Python's sqlite3 usually has it, not
+// always) could then no longer append to the file at all ("no such module:
+// fts5"), and the worker's trusted_schema=OFF connections refuse triggers
+// that write virtual tables. Without triggers the file stays exactly as
+// appendable by the reference as before; the index can only lag, never
+// break an append. The chain is append-only (its triggers refuse UPDATE
+// and DELETE), so a lagging index misses the newest rows and is otherwise
+// right: bm25's statistics describe the rows it holds.
+//
+// How far the index reaches is read from the index itself: FTS5 writes one
+// row per indexed document into its _docsize table, keyed by rowid, in the
+// same transaction as the document, so max(id) there is the last indexed
+// event and cannot drift from the index.
+const (
+	IndexEvents      = "memory_events_fts"
+	IndexCheckpoints = "memory_checkpoints_fts"
+
+	// tokenizer is the FTS5 tokenize option of both indexes.
+	tokenizer = `unicode61 remove_diacritics 2 tokenchars '_'`
+)
+
+var indexDDL = []string{
+	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize="` + tokenizer + `")`,
+	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_checkpoints_fts USING fts5(summary, content='memory_checkpoints', content_rowid='id', tokenize="` + tokenizer + `")`,
+}
+
+// indexed describes one index: its source table and columns.
+type indexSpec struct {
+	fts, source string
+	columns     string // the FTS columns, also the source's column names
+	docsize     string // max(id) of this is the last indexed rowid
+}
+
+var (
+	eventsIndex      = indexSpec{IndexEvents, TableEvents, "content, kind", IndexEvents + "_docsize"}
+	checkpointsIndex = indexSpec{IndexCheckpoints, TableCheckpoints, "summary", IndexCheckpoints + "_docsize"}
+)
+
+// catchUpBatch is how many rows one catch-up transaction indexes, so that a
+// long backlog (a big reference file on first start) never holds the write
+// lock for long: other programs append between batches.
+const catchUpBatch = 5000
+
+// createIndex creates the index tables if missing. A failure leaves the
+// store without an index (logged): recall then answers from SQL alone, and
+// the chain works as before.
+func (s *Store) createIndex(ctx context.Context) {
+	err := bootstrap(ctx, s.db, indexDDL)
+	if err == nil {
+		s.indexEvents, err = s.db.PrepareContext(ctx, indexSQL(eventsIndex))
+	}
+	if err == nil {
+		s.indexCheckpoints, err = s.db.PrepareContext(ctx, indexSQL(checkpointsIndex))
+	}
+	if err != nil {
+		s.log.Warn("could not create the full-text index of the memory; ranked recall is off for this run", "error", err)
+		return
+	}
+	s.fts = true
+}
+
+// lastIndexed is the highest rowid spec's index holds (0 when empty).
+func lastIndexed(ctx context.Context, q queryRower, spec indexSpec) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+spec.docsize).Scan(&n)
+	return n, err
+}
+
+// indexSQL is the statement that indexes the rows of spec's source with
+// ids in (?1, ?2], in id order.
+func indexSQL(spec indexSpec) string {
+	return `INSERT INTO ` + spec.fts + `(rowid, ` + spec.columns + `) SELECT id, ` + spec.columns + ` FROM ` + spec.source + ` WHERE id > ? AND id <= ? ORDER BY id`
+}
+
+// indexThrough indexes the rows of spec's source with ids in (from, to]
+// inside tx, in id order.
+func indexThrough(ctx context.Context, tx *sql.Tx, spec indexSpec, from, to int64) error {
+	_, err := tx.ExecContext(ctx, indexSQL(spec), from, to)
+	return err
+}
+
+// indexUpTo indexes, inside tx (which holds the write lock), the rows of
+// spec's source up to through, which the transaction has just inserted,
+// together with any rows before it that the index lacks: rows another
+// program appended since this store last wrote. cache is the last rowid
+// this store indexed; when it is through-1, nobody else added a row in
+// between and the index need not be asked.
+func indexUpTo(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, spec indexSpec, cache, through int64) error {
+	have := cache
+	if have != through-1 {
+		var err error
+		if have, err = lastIndexed(ctx, tx, spec); err != nil {
+			return err
+		}
+	}
+	if have >= through {
+		return nil
+	}
+	_, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, have, through)
+	return err
+}
+
+// CatchUp indexes the events and checkpoints that other programs appended,
+// in transactions of catchUpBatch rows. It returns how many rows it
+// indexed. Open calls it; so does a recall.
+func (s *Store) CatchUp(ctx context.Context) (int64, error) {
+	if !s.fts {
+		return 0, nil
+	}
+	var total int64
+	for _, spec := range []indexSpec{eventsIndex, checkpointsIndex} {
+		n, err := s.catchUp(ctx, spec)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("memory: index %s: %w", spec.source, err)
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) catchUp(ctx context.Context, spec indexSpec) (int64, error) {
+	var have, head int64
+	if err := s.db.QueryRowContext(ctx,
+		`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
+		Scan(&have, &head); err != nil || have >= head {
+		return 0, err // the usual case: nothing to do, and no write lock taken
+	}
+	if head-have > catchUpBatch {
+		s.log.Info("indexing memory rows appended by another program for full-text recall", "table", spec.source, "rows", head-have)
+	}
+	var total int64
+	start := time.Now()
+	for {
+		n, done, err := s.catchUpBatch(ctx, spec)
+		total += n
+		if err != nil || done {
+			if total > 0 {
+				s.log.Debug("memory index caught up", "table", spec.source, "rows", total, "took", time.Since(start))
+			}
+			return total, err
+		}
+	}
+}
+
+// catchUpBatch indexes up to catchUpBatch missing rows in one transaction.
+func (s *Store) catchUpBatch(ctx context.Context, spec indexSpec) (n int64, done bool, err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	have, err := lastIndexed(ctx, tx, spec)
+	if err != nil {
+		return 0, false, err
+	}
+	var head int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+spec.source).Scan(&head); err != nil {
+		return 0, false, err
+	}
+	to := min(head, have+catchUpBatch)
+	if to <= have {
+		return 0, true, nil
+	}
+	if err := indexThrough(ctx, tx, spec, have, to); err != nil {
+		return 0, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, err
+	}
+	s.noteIndexed(spec, to)
+	return to - have, to == head, nil
+}
+
+// noteIndexed remembers the last rowid this store indexed (under writeMu).
+func (s *Store) noteIndexed(spec indexSpec, id int64) {
+	if spec.fts == IndexEvents {
+		s.indexedEvents = id
+	} else {
+		s.indexedCheckpoints = id
+	}
+}

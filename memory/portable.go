@@ -1,0 +1,409 @@
+package memory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// Portable memory (SPEC 5.4): the chain as JSON Lines, one object a line,
+// every column of every row:
+//
+//	{"type":"event","id":1,"ts":"...","session":"...","kind":"note","content":"...","prev_hash":"000...","hash":"fd0c..."}
+//	{"type":"checkpoint","id":1,"ts":"...","session":"...","summary":"...","last_event_id":1,"head_hash":"fd0c..."}
+//
+// Events in id order; each checkpoint follows the event it is anchored to
+// (last_event_id; a checkpoint of the empty chain comes first). Strings are
+// written in the chain's canonical form (SPEC 5.1: UTF-8 kept raw, only '"',
+// '\\' and control characters escaped), so an export is deterministic: the
+// same rows always give the same bytes, and export -> import -> export is
+// byte-identical. Any JSON reader reads it.
+
+// ExportStats counts what Export wrote.
+type ExportStats struct {
+	Events, Checkpoints int64
+}
+
+// exportProgressEvery is how many events Export writes between progress
+// calls.
+const exportProgressEvery = 50_000
+
+// Export writes every event and checkpoint as JSON Lines to w, streaming
+// from one read transaction (a consistent snapshot while appends go on).
+// progress, when not nil, is called every exportProgressEvery events with
+// the events written and the chain's highest id. Export does not judge the
+// chain; verify the export (VerifyJSONL) or the database for that.
+func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (ExportStats, error) {
+	var st ExportStats
+	c, err := rawsqlite.Open(s.path, rawsqlite.ReadOnly)
+	if err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, c.Interrupt)
+	defer stop()
+	if err := c.BusyTimeout(BusyTimeout); err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	if err := c.Exec("BEGIN"); err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	defer func() { _ = c.Exec("ROLLBACK") }()
+
+	checkpoints, err := readCheckpoints(c)
+	if err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	var total int64
+	if err := queryOne(c, `SELECT coalesce(max(id), 0) FROM memory_events`, func(q *rawsqlite.Stmt) { total = q.ColumnInt64(0) }); err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	rows, _, err := c.Prepare(`SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events ORDER BY id`)
+	if err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	defer rows.Finalize()
+
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var line []byte
+	next := 0 // the next checkpoint to write
+	flushCheckpoints := func(before int64) error {
+		for ; next < len(checkpoints) && checkpoints[next].LastEventID < before; next++ {
+			line = appendCheckpointLine(line[:0], checkpoints[next])
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+			st.Checkpoints++
+		}
+		return nil
+	}
+	for {
+		ok, err := rows.Step()
+		if err != nil {
+			return st, fmt.Errorf("memory: export: %w", err)
+		}
+		if !ok {
+			break
+		}
+		id := rows.ColumnInt64(0)
+		if err := flushCheckpoints(id); err != nil {
+			return st, fmt.Errorf("memory: export: %w", err)
+		}
+		line = append(line[:0], `{"type":"event","id":`...)
+		line = strconv.AppendInt(line, id, 10)
+		for i, name := range [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`} {
+			line = appendCanonicalBytes(append(line, name...), rows.ColumnTextView(i+1))
+		}
+		line = append(line, "}\n"...)
+		if _, err := bw.Write(line); err != nil {
+			return st, fmt.Errorf("memory: export: %w", err)
+		}
+		st.Events++
+		if progress != nil && st.Events%exportProgressEvery == 0 {
+			progress(st.Events, total)
+		}
+	}
+	if err := flushCheckpoints(1<<63 - 1); err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return st, fmt.Errorf("memory: export: %w", err)
+	}
+	if progress != nil {
+		progress(st.Events, total)
+	}
+	return st, nil
+}
+
+// readCheckpoints reads every checkpoint, ordered as the export writes them.
+func readCheckpoints(c *rawsqlite.Conn) ([]Checkpoint, error) {
+	q, _, err := c.Prepare(`SELECT id, ts, session, summary, last_event_id, head_hash FROM memory_checkpoints ORDER BY last_event_id, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Finalize()
+	var out []Checkpoint
+	for {
+		ok, err := q.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, Checkpoint{
+			ID: q.ColumnInt64(0), TS: q.ColumnText(1), Session: q.ColumnText(2), Summary: q.ColumnText(3),
+			LastEventID: q.ColumnInt64(4), HeadHash: q.ColumnText(5),
+		})
+	}
+}
+
+func queryOne(c *rawsqlite.Conn, sql string, read func(*rawsqlite.Stmt)) error {
+	q, _, err := c.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer q.Finalize()
+	ok, err := q.Step()
+	if err == nil && ok {
+		read(q)
+	}
+	return err
+}
+
+func appendCheckpointLine(dst []byte, c Checkpoint) []byte {
+	dst = append(dst, `{"type":"checkpoint","id":`...)
+	dst = strconv.AppendInt(dst, c.ID, 10)
+	dst = appendJSONString(append(dst, `,"ts":`...), c.TS, false)
+	dst = appendJSONString(append(dst, `,"session":`...), c.Session, false)
+	dst = appendJSONString(append(dst, `,"summary":`...), c.Summary, false)
+	dst = strconv.AppendInt(append(dst, `,"last_event_id":`...), c.LastEventID, 10)
+	dst = appendJSONString(append(dst, `,"head_hash":`...), c.HeadHash, false)
+	return append(dst, "}\n"...)
+}
+
+// LineError is an export line that cannot be read or imported: Line is its
+// number (from 1).
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// ErrTargetNotEmpty: Import's target already holds memory rows.
+var ErrTargetNotEmpty = errors.New("the target database already holds memory events or checkpoints; import builds a new memory, into a new file or one without them")
+
+// item is one line of an export. Fields are pointers so that a missing
+// one is told from an empty one.
+type item struct {
+	Type        string  `json:"type"`
+	ID          *int64  `json:"id"`
+	TS          *string `json:"ts"`
+	Session     *string `json:"session"`
+	Kind        *string `json:"kind"`
+	Content     *string `json:"content"`
+	PrevHash    *string `json:"prev_hash"`
+	Hash        *string `json:"hash"`
+	Summary     *string `json:"summary"`
+	LastEventID *int64  `json:"last_event_id"`
+	HeadHash    *string `json:"head_hash"`
+}
+
+// readItems reads an export line by line and calls fn with each line's
+// number and its event or checkpoint (isEvent tells which). A line that is
+// not one JSON object of either shape is a *LineError.
+func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoint) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		raw, err := br.ReadBytes('\n')
+		if len(raw) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		raw = bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
+		var it item
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if derr := dec.Decode(&it); derr != nil {
+			return &LineError{n, "not an export line (one JSON object per line): " + derr.Error()}
+		}
+		if dec.More() {
+			return &LineError{n, "more than one JSON value on the line"}
+		}
+		var missing []string
+		need := func(name string, ok bool) {
+			if !ok {
+				missing = append(missing, `"`+name+`"`)
+			}
+		}
+		switch it.Type {
+		case "event":
+			need("id", it.ID != nil)
+			need("ts", it.TS != nil)
+			need("session", it.Session != nil)
+			need("kind", it.Kind != nil)
+			need("content", it.Content != nil)
+			need("prev_hash", it.PrevHash != nil)
+			need("hash", it.Hash != nil)
+			if it.Summary != nil || it.LastEventID != nil || it.HeadHash != nil {
+				return &LineError{n, "an event line has checkpoint fields (summary, last_event_id, head_hash)"}
+			}
+			if len(missing) > 0 {
+				return &LineError{n, fmt.Sprintf("event line lacks %v", missing)}
+			}
+			err = fn(n, true, Event{ID: *it.ID, TS: *it.TS, Session: *it.Session, Kind: *it.Kind, Content: *it.Content, PrevHash: *it.PrevHash, Hash: *it.Hash}, Checkpoint{})
+		case "checkpoint":
+			need("id", it.ID != nil)
+			need("ts", it.TS != nil)
+			need("session", it.Session != nil)
+			need("summary", it.Summary != nil)
+			need("last_event_id", it.LastEventID != nil)
+			need("head_hash", it.HeadHash != nil)
+			if it.Kind != nil || it.Content != nil || it.PrevHash != nil || it.Hash != nil {
+				return &LineError{n, "a checkpoint line has event fields (kind, content, prev_hash, hash)"}
+			}
+			if len(missing) > 0 {
+				return &LineError{n, fmt.Sprintf("checkpoint line lacks %v", missing)}
+			}
+			err = fn(n, false, Event{}, Checkpoint{ID: *it.ID, TS: *it.TS, Session: *it.Session, Summary: *it.Summary, LastEventID: *it.LastEventID, HeadHash: *it.HeadHash})
+		default:
+			return &LineError{n, fmt.Sprintf(`"type" must be "event" or "checkpoint", got %q`, it.Type)}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// chainCheck checks events one at a time, in file order, as Verify checks
+// rows: ids 1, 2, 3, ..., each prev_hash the previous hash, each hash the
+// recomputed one. After the first break it only counts.
+type chainCheck struct {
+	v Verification
+}
+
+func newChainCheck() *chainCheck {
+	return &chainCheck{v: Verification{OK: true, HeadHash: GenesisHash}}
+}
+
+// add checks e and returns the reason it breaks the chain, or "".
+func (c *chainCheck) add(e Event) string {
+	c.v.Events++
+	if !c.v.OK {
+		return ""
+	}
+	reason := ""
+	switch {
+	case e.ID != c.v.HeadID+1:
+		reason = fmt.Sprintf(reasonGapFmt, c.v.HeadID+1, e.ID)
+	case e.PrevHash != c.v.HeadHash:
+		reason = fmt.Sprintf(reasonPrevFmt, e.ID-1)
+	case Hash(e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash) != e.Hash:
+		reason = reasonHash
+	}
+	if reason != "" {
+		c.v.OK, c.v.BreakAtID, c.v.Reason = false, e.ID, reason
+		return reason
+	}
+	c.v.HeadID, c.v.HeadHash = e.ID, e.Hash
+	return ""
+}
+
+// VerifyJSONL checks the chain of an export offline, with Verify's answers:
+// the events counted, the last good head, the first break and why. A line
+// that is not an export line is a *LineError.
+func VerifyJSONL(r io.Reader) (Verification, error) {
+	check := newChainCheck()
+	err := readItems(r, func(_ int, isEvent bool, e Event, _ Checkpoint) error {
+		if isEvent {
+			check.add(e)
+		}
+		return nil
+	})
+	if err != nil {
+		return Verification{}, err
+	}
+	return check.v, nil
+}
+
+// ImportStats counts what Import wrote.
+type ImportStats struct {
+	Events, Checkpoints int64
+}
+
+// Import builds the memory of the database at path (created if missing)
+// from an export: every row with its own id, ts, session and hash, so the
+// new file's rows are identical to the exported ones. It verifies while it
+// reads and writes everything in one transaction, so a line that breaks
+// the chain, or that is not an export line, leaves the target without a
+// single imported row (a *LineError says which line and why). A target
+// that already holds events or checkpoints is refused (ErrTargetNotEmpty).
+// The full-text index is built in the same transaction.
+func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (ImportStats, error) {
+	var st ImportStats
+	s, err := Open(ctx, path, log)
+	if err != nil {
+		return st, err
+	}
+	defer s.Close()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return st, fmt.Errorf("memory: import: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var held int64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM memory_events) + (SELECT count(*) FROM memory_checkpoints)`).Scan(&held); err != nil {
+		return st, fmt.Errorf("memory: import: %w", err)
+	}
+	if held > 0 {
+		return st, ErrTargetNotEmpty
+	}
+	// A page cache that holds the hash index (about 100 MB for 1M events):
+	// random inserts into it thrash the default 2 MB one on a long chain.
+	// It is a ceiling, filled only as far as the import needs.
+	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
+		return st, fmt.Errorf("memory: import: %w", err)
+	}
+	insEvent := tx.StmtContext(ctx, s.insertEvent)
+	insCheckpoint, err := tx.PrepareContext(ctx, `INSERT INTO memory_checkpoints (id, ts, session, summary, last_event_id, head_hash) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return st, fmt.Errorf("memory: import: %w", err)
+	}
+	defer insCheckpoint.Close()
+
+	check := newChainCheck()
+	var lastCheckpoint int64
+	err = readItems(r, func(line int, isEvent bool, e Event, c Checkpoint) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if isEvent {
+			if reason := check.add(e); reason != "" {
+				return &LineError{line, fmt.Sprintf("event %d breaks the chain: %s; nothing was imported", e.ID, reason)}
+			}
+			if _, err := insEvent.ExecContext(ctx, e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
+				return &LineError{line, fmt.Sprintf("event %d: %v", e.ID, err)}
+			}
+			st.Events++
+			return nil
+		}
+		switch {
+		case c.ID <= lastCheckpoint:
+			return &LineError{line, fmt.Sprintf("checkpoint %d follows checkpoint %d; checkpoint ids must increase", c.ID, lastCheckpoint)}
+		case c.LastEventID != check.v.HeadID:
+			return &LineError{line, fmt.Sprintf("checkpoint %d is anchored to event %d but follows event %d; an export writes each checkpoint right after the event it is anchored to", c.ID, c.LastEventID, check.v.HeadID)}
+		}
+		lastCheckpoint = c.ID
+		if _, err := insCheckpoint.ExecContext(ctx, c.ID, c.TS, c.Session, c.Summary, c.LastEventID, c.HeadHash); err != nil {
+			return &LineError{line, fmt.Sprintf("checkpoint %d: %v", c.ID, err)}
+		}
+		st.Checkpoints++
+		return nil
+	})
+	if err != nil {
+		return ImportStats{}, err
+	}
+	if s.fts {
+		if err := indexThrough(ctx, tx, eventsIndex, 0, check.v.HeadID); err != nil {
+			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
+		}
+		if err := indexThrough(ctx, tx, checkpointsIndex, 0, lastCheckpoint); err != nil {
+			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return ImportStats{}, fmt.Errorf("memory: import: commit: %w", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,192 @@
+package memory
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRecallQuery(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"login cookie", `"login" OR "cookie"`},
+		{`"session cookie" expired`, `"session cookie" OR "expired"`},
+		{"cach* max_update_rows", `"cach"* OR "max_update_rows"`},
+		{`"max-ev"* x`, `"max-ev"* OR "x"`},
+		{"a AND b OR NOT c NEAR d", `"a" OR "b" OR "c" OR "d"`},
+		{`say "hi`, `"say" OR "hi"`},                        // an unclosed quote runs to the end
+		{`it"s`, `"it" OR "s"`},                             // a quote inside a word starts a phrase
+		{"(kind:decision) -x", `"(kind:decision)" OR "-x"`}, // punctuation is quoted, never syntax
+		{"café", `"café"`},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := RecallQuery(c.in)
+			if err != nil || got != c.want {
+				t.Fatalf("RecallQuery(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+		})
+	}
+	for _, in := range []string{"", "   ", "AND OR", `"" * -- ()`} {
+		if _, err := RecallQuery(in); !errors.Is(err, ErrEmptyQuery) {
+			t.Errorf("RecallQuery(%q): %v, want ErrEmptyQuery", in, err)
+		}
+	}
+}
+
+// recallSection returns the CSV records of the recall section of a resume
+// text, header row first, and the section's first line.
+func recallSectionOf(t *testing.T, text string) (string, [][]string) {
+	t.Helper()
+	i := strings.Index(text, "\n# recall: no older events match")
+	if i < 0 {
+		i = strings.Index(text, "\n# recall: unavailable")
+	}
+	if i >= 0 {
+		return text[i+1:], nil
+	}
+	i = strings.Index(text, " older events match the query")
+	if i < 0 {
+		t.Fatalf("no recall section in:\n%s", text)
+	}
+	i = strings.LastIndex(text[:i], "\n") + 1
+	head, body, _ := strings.Cut(text[i:], "\n")
+	var lines []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "# ") {
+			break
+		}
+		lines = append(lines, l)
+	}
+	recs, err := csv.NewReader(strings.NewReader(strings.Join(lines, "\n"))).ReadAll()
+	if err != nil {
+		t.Fatalf("recall CSV: %v\n%s", err, body)
+	}
+	return head, recs
+}
+
+func TestResumeRecall(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	fixedClock(s, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	add := func(kind, content string) int64 {
+		t.Helper()
+		e, err := s.Append(ctx, "s", kind, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	old := add("decision", "login bug: the session cookie expired after 5 minutes; set the cookie max-age to 1 day")
+	oldTodo := add("todo", "check the cookie banner text")
+	add("note", "unrelated: renamed the build target")
+	if _, err := s.Checkpoint(ctx, "s", "auth works again"); err != nil {
+		t.Fatal(err)
+	}
+	var recent []int64
+	for i := range 6 {
+		recent = append(recent, add("note", "ran the test suite again, run "+string(rune('a'+i))))
+	}
+	recentCookie := add("note", "a cookie recipe someone pasted")
+
+	r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 3, Query: "login cookie"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, recs := recallSectionOf(t, r.Text)
+	if len(recs) < 2 || !slices.Equal(recs[0], []string{"id", "ts", "kind", "content", "score"}) {
+		t.Fatalf("recall section %q %q in:\n%s", head, recs, r.Text)
+	}
+	var ids []string
+	for _, rec := range recs[1:] {
+		ids = append(ids, rec[0])
+	}
+	// The relevant old event first; the recent cookie event is among the
+	// three recent ones shown and is not repeated.
+	if ids[0] != itoa(old) || slices.Contains(ids, itoa(recentCookie)) || !slices.Contains(ids, itoa(oldTodo)) {
+		t.Fatalf("recalled %v (old %d, recent %d) in:\n%s", ids, old, recentCookie, r.Text)
+	}
+	if r.Matched != 2 || r.Recalled != 2 || !strings.HasPrefix(head, "# recall: 2 older events match the query |") {
+		t.Fatalf("matched %d recalled %d head %q", r.Matched, r.Recalled, head)
+	}
+	if !strings.Contains(r.Text, "# 7 events since checkpoint, showing the most recent 3 | chain ok (10 events)") {
+		t.Fatalf("recent part changed:\n%s", r.Text)
+	}
+	_ = recent
+
+	// Kinds left out apply to recall too; max_events caps it.
+	r, err = s.ResumeContext(ctx, ResumeOptions{MaxEvents: 1, Query: "cookie", ExcludeKinds: []string{"todo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, recs = recallSectionOf(t, r.Text)
+	if len(recs) != 2 || recs[1][0] != itoa(old) || !strings.Contains(head, "# recall: 1 older events match the query") {
+		t.Fatalf("excluded/limited recall: %q %q\n%s", head, recs, r.Text)
+	}
+
+	// Ties: equal scores, newest first.
+	r, err = s.ResumeContext(ctx, ResumeOptions{MaxEvents: 1, Query: "suite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs = recallSectionOf(t, r.Text)
+	if len(recs) != 2 || recs[1][0] != itoa(recent[5]) {
+		t.Fatalf("tie order: %q", recs)
+	}
+
+	// Nothing matches.
+	r, err = s.ResumeContext(ctx, ResumeOptions{Query: "zeppelin"})
+	if err != nil || !strings.HasSuffix(r.Text, "\n\n# recall: no older events match the query (full-text index memory_events_fts)") {
+		t.Fatalf("no match: %v\n%s", err, r.Text)
+	}
+	// A query of no words.
+	if _, err := s.ResumeContext(ctx, ResumeOptions{Query: " -- "}); !errors.Is(err, ErrEmptyQuery) {
+		t.Fatalf("empty query: %v", err)
+	}
+	// Without a query the answer is what it always was.
+	plain, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 3})
+	if err != nil || strings.Contains(plain.Text, "match the query") {
+		t.Fatalf("plain: %v\n%s", err, plain.Text)
+	}
+}
+
+func TestResumeRecallByteCap(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	long := strings.Repeat("cookie words ", 40) // ~520 bytes a row
+	for range 10 {
+		if _, err := s.Append(ctx, "s", "note", long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		if _, err := s.Append(ctx, "s", "note", strings.Repeat("recent filler ", 40)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const capBytes = 3000
+	r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 10, Query: "cookie", MaxBytes: capBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both CSV sections together stay under the cap, and each gets rows.
+	csvBytes := 0
+	for _, l := range strings.Split(r.Text, "\n") {
+		if l != "" && !strings.HasPrefix(l, "# ") {
+			csvBytes += len(l) + 1
+		}
+	}
+	if csvBytes > capBytes || r.Shown == 0 || r.Recalled == 0 || r.Recalled == 10 {
+		t.Fatalf("csv %d bytes (cap %d), shown %d, recalled %d:\n%s", csvBytes, capBytes, r.Shown, r.Recalled, r.Text)
+	}
+	if !strings.Contains(r.Text, "less relevant matches left out to fit 3000 bytes") {
+		t.Fatalf("no cut line:\n%s", r.Text)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

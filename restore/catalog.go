@@ -1,0 +1,167 @@
+package restore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+)
+
+// querier is what the catalogue and the plan read through: the restore's
+// transaction, or a connection of its own.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// object is one row of a schema's sqlite_schema.
+type object struct {
+	typ, name, tbl, sql string
+	// list is the table's type in PRAGMA table_list (table, virtual,
+	// shadow, view); "" for indexes and triggers.
+	list         string
+	withoutRowid bool
+	server       bool
+}
+
+func (o object) label() string { return o.typ + " " + o.name }
+
+// catalog is one schema ("main" or the attached snapshot) in creation
+// order.
+type catalog struct {
+	schema string
+	objs   []object
+	names  map[string]bool // every name, sqlite_* included, folded
+}
+
+// readCatalog reads schema's objects and marks the server's: those
+// policy.IsServerObject names, the memory layer's protected objects and
+// what is attached to them, and the shadow tables of a server virtual
+// table.
+func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error) {
+	c := &catalog{schema: schema, names: map[string]bool{}}
+	list := map[string]object{}
+	rows, err := q.QueryContext(ctx, "PRAGMA "+quote(schema)+".table_list")
+	if err != nil {
+		return nil, fmt.Errorf("read the tables of %s: %w", schema, err)
+	}
+	for rows.Next() {
+		var sch, name, typ string
+		var ncol, wr, strict int64
+		if err := rows.Scan(&sch, &name, &typ, &ncol, &wr, &strict); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		list[policy.FoldName(name)] = object{list: typ, withoutRowid: wr != 0}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "+quote(schema)+".sqlite_schema ORDER BY rowid")
+	if err != nil {
+		return nil, fmt.Errorf("read the schema of %s: %w", schema, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o object
+		if err := rows.Scan(&o.typ, &o.name, &o.tbl, &o.sql); err != nil {
+			return nil, err
+		}
+		c.names[policy.FoldName(o.name)] = true
+		if hasSQLitePrefix(o.name) {
+			continue // SQLite's own: sqlite_sequence, sqlite_stat*, autoindexes
+		}
+		if l, ok := list[policy.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
+			o.list, o.withoutRowid = l.list, l.withoutRowid
+		}
+		o.server = policy.IsServerObject(o.name, o.tbl) || memoryObject(o.name) || memoryObject(o.tbl)
+		c.objs = append(c.objs, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, o := range c.objs {
+		if o.list == "shadow" {
+			if owner, ok := c.owner(o.name); ok && owner.server {
+				c.objs[i].server = true
+			}
+		}
+	}
+	return c, nil
+}
+
+// owner is the virtual table whose shadow table name is: the longest
+// virtual table name that name starts with, followed by "_".
+func (c *catalog) owner(name string) (object, bool) {
+	n := policy.FoldName(name)
+	var best object
+	found := false
+	for _, o := range c.objs {
+		if o.list != "virtual" {
+			continue
+		}
+		p := policy.FoldName(o.name) + "_"
+		if strings.HasPrefix(n, p) && (!found || len(o.name) > len(best.name)) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// memoryObject reports whether name is one of the memory layer's own
+// objects.
+func memoryObject(name string) bool {
+	for _, p := range memory.ProtectedObjects {
+		if policy.SameName(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// agent returns the agent's objects of type typ ("" for all), in creation
+// order.
+func (c *catalog) agent(typ string) []object {
+	var out []object
+	for _, o := range c.objs {
+		if !o.server && (typ == "" || o.typ == typ) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// find returns the object named name (any type).
+func (c *catalog) find(name string) (object, bool) {
+	for _, o := range c.objs {
+		if policy.SameName(o.name, name) {
+			return o, true
+		}
+	}
+	return object{}, false
+}
+
+// has reports whether the schema has a table named name, SQLite's own
+// included.
+func (c *catalog) has(name string) bool { return c.names[policy.FoldName(name)] }
+
+func hasSQLitePrefix(name string) bool {
+	return len(name) >= 7 && policy.FoldName(name[:7]) == "sqlite_"
+}
+
+// quote is name as an SQL identifier.
+func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// count is the number of rows of schema.name.
+func count(ctx context.Context, q querier, schema, name string) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+quote(schema)+"."+quote(name)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the rows of %s: %w", name, err)
+	}
+	return n, nil
+}

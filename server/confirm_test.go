@@ -1,0 +1,111 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+)
+
+func TestConfirmMessage(t *testing.T) {
+	snap := &ipc.Snapshot{Keep: 5}
+	tests := []struct {
+		name   string
+		tool   string
+		req    *ipc.Request
+		reason string
+		p      *ipc.Preview
+		want   []string
+	}{
+		{"the issue's example", "destructive_query", &ipc.Request{SQL: "DELETE FROM orders WHERE test", Snapshot: snap}, "remove test orders",
+			&ipc.Preview{Changes: 120, Tables: []ipc.TableChange{{Table: "orders", Deleted: 120}, {Table: "order_items", Deleted: 3, Via: "ON DELETE CASCADE"}},
+				Snapshot: &ipc.SnapshotPlan{Kind: ipc.SnapshotFull, Bytes: 12_300_000}},
+			[]string{`destructive_query wants to DELETE 120 rows from orders and 3 rows from order_items (ON DELETE CASCADE). Reason: "remove test orders". A 12 MB snapshot is taken first. Allow it?` + "\n\nStatement: DELETE FROM orders WHERE test"}},
+		{"objects and mixed verbs", "destructive_query", &ipc.Request{SQL: "DROP TABLE a", Snapshot: snap}, "x",
+			&ipc.Preview{Objects: []ipc.ObjectChange{{Action: ipc.ObjectDrop, Type: "TABLE", Name: "a", Rows: 1}, {Action: ipc.ObjectDrop, Type: "TRIGGER", Name: "a_log", Table: "a"}},
+				Tables: []ipc.TableChange{{Table: "b", Updated: 2, Via: "ON DELETE SET NULL"}}, Snapshot: &ipc.SnapshotPlan{Bytes: 4096}},
+			[]string{"wants to DROP TABLE a (1 row), TRIGGER a_log ON a and UPDATE 2 rows in b (ON DELETE SET NULL).", "A 4.1 KB snapshot"}},
+		{"nothing changes", "destructive_query", &ipc.Request{SQL: "DELETE FROM t WHERE 0", Snapshot: &ipc.Snapshot{}}, "r", &ipc.Preview{},
+			[]string{"wants to run a statement that would change no rows now.", "No snapshot is taken (snapshots are disabled)."}},
+		{"write_query has no snapshot", "write_query", &ipc.Request{SQL: "UPDATE t SET x = 1"}, "",
+			&ipc.Preview{Tables: []ipc.TableChange{{Table: "t", Updated: 1}}}, []string{"write_query wants to UPDATE 1 row in t. No snapshot is taken. Allow it?"}},
+		{"create_view", "create_view", &ipc.Request{View: &ipc.View{Name: "v", Select: "SELECT 2"}}, "", nil,
+			[]string{"create_view wants to replace the view v with a new definition", "Statement: SELECT 2"}},
+		{"long and multi-line texts are cut", "destructive_query", &ipc.Request{SQL: "DELETE FROM t WHERE x IN (" + strings.Repeat("1, ", 200) + "1)", Snapshot: &ipc.Snapshot{}}, "line one\nline two", &ipc.Preview{},
+			[]string{`Reason: "line one line two".`, "1, 1, 1…"}},
+		{"many tables", "destructive_query", &ipc.Request{SQL: "x", Snapshot: &ipc.Snapshot{}}, "", &ipc.Preview{Tables: manyTables(11)},
+			[]string{"change rows in 3 more tables"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := confirmMessage(tt.tool, tt.req, tt.reason, tt.p)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("message\n%s\nlacks\n%s", got, w)
+				}
+			}
+			if stmt := got[strings.Index(got, "Statement: ")+len("Statement: "):]; len([]rune(stmt)) > maxShownStatement+1 {
+				t.Errorf("statement shown with %d characters", len([]rune(stmt)))
+			}
+		})
+	}
+}
+
+func manyTables(n int) []ipc.TableChange {
+	var out []ipc.TableChange
+	for i := range n {
+		out = append(out, ipc.TableChange{Table: string(rune('a' + i)), Deleted: 1})
+	}
+	return out
+}
+
+func TestAnswerOf(t *testing.T) {
+	res := func(action mcp.ElicitationResponseAction, content any) *mcp.ElicitationResult {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: action, Content: content}}
+	}
+	tests := []struct {
+		name string
+		res  *mcp.ElicitationResult
+		want string
+	}{
+		{"yes", res(mcp.ElicitationResponseActionAccept, map[string]any{"allow": true}), answerAccept},
+		{"unticked", res(mcp.ElicitationResponseActionAccept, map[string]any{"allow": false}), answerFalse},
+		{"a string is no yes", res(mcp.ElicitationResponseActionAccept, map[string]any{"allow": "true"}), answerFalse},
+		{"no content", res(mcp.ElicitationResponseActionAccept, nil), answerFalse},
+		{"decline", res(mcp.ElicitationResponseActionDecline, map[string]any{"allow": true}), answerDecline},
+		{"cancel", res(mcp.ElicitationResponseActionCancel, nil), answerCancel},
+		{"unknown action", res("maybe", map[string]any{"allow": true}), answerCancel},
+		{"nil", nil, answerError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := answerOf(tt.res); got != tt.want {
+				t.Errorf("answerOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSizeText(t *testing.T) {
+	for n, want := range map[int64]string{0: "0-byte", 999: "999-byte", 4096: "4.1 KB", 12_582_912: "13 MB", 2_500_000_000: "2.5 GB"} {
+		if got := sizeText(n); got != want {
+			t.Errorf("sizeText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestFormElicitation(t *testing.T) {
+	empty := &mcp.ElicitationCapability{}
+	urlOnly := &mcp.ElicitationCapability{URL: &struct{}{}}
+	both := &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}
+	for _, tt := range []struct {
+		c    *mcp.ElicitationCapability
+		want bool
+	}{{nil, false}, {empty, true}, {urlOnly, false}, {both, true}} {
+		if got := formElicitation(tt.c); got != tt.want {
+			t.Errorf("formElicitation(%+v) = %v, want %v", tt.c, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// csvRows parses a read_query answer (CSV plus the "# N rows" trailer).
+func csvRows(t *testing.T, text string) [][]string {
+	t.Helper()
+	body := text[:strings.LastIndex(text, "\n# ")+1]
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV %q: %v", text, err)
+	}
+	return recs
+}
+
+func column(recs [][]string, i int) []string {
+	var out []string
+	for _, r := range recs[1:] {
+		out = append(out, r[i])
+	}
+	return out
+}
+
+// referenceAppend appends one event as the reference server does, on a
+// connection of its own that knows nothing of the index: the canonical
+// form (SPEC 5.1) built by hand for plain ASCII text, hashed.
+func referenceAppend(t *testing.T, path, ts, kind, content string) {
+	t.Helper()
+	db := openDirect(t, path)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var id int64
+	var prev string
+	if err := tx.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&id, &prev); err != nil {
+		t.Fatal(err)
+	}
+	id++
+	const session = "20260301T080000Z-ref0"
+	canon, _ := json.Marshal([]any{id, ts, session, kind, content, prev}) // ASCII without <>&: json.Marshal's form is the canonical one
+	sum := sha256.Sum256(canon)
+	if _, err := tx.Exec(`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, ts, session, kind, content, prev, hex.EncodeToString(sum[:])); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const rankedRecall = `SELECT e.id, e.kind, snippet(memory_events_fts, 0, '[', ']', '...', 6) AS hit
+FROM memory_events_fts JOIN memory_events e ON e.id = memory_events_fts.rowid
+WHERE memory_events_fts MATCH %s`
+
+// ranked is the recall query for match, with where added to its WHERE
+// and tail (LIMIT ...) after its ORDER BY.
+func ranked(match, where string, tail ...string) string {
+	return strings.Replace(rankedRecall, "%s", "'"+strings.ReplaceAll(match, "'", "''")+"'", 1) + where +
+		" ORDER BY bm25(memory_events_fts), e.id DESC" + strings.Join(tail, "")
+}
+
+func TestRecallOverStdio(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := start(t, db)
+	events := []struct{ kind, content string }{
+		{"decision", "login bug: the session cookie expired after 5 minutes; set the cookie max-age to one day"}, // 1
+		{"finding", "max_update_rows guards bulk UPDATEs in write_query"},                                        // 2
+		{"note", "the café on the corner has wifi"},                                                              // 3
+		{"decision", "we ship with WAL mode on"},                                                                 // 4
+	}
+	for _, e := range events {
+		s.ok("append_event", map[string]any{"kind": e.kind, "content": e.content})
+	}
+	s.ok("checkpoint", map[string]any{"summary": "auth fixed; WAL on"})
+	for range 5 {
+		s.ok("append_event", map[string]any{"content": "ran the build again; a cookie-free build"}) // 5..9
+	}
+
+	// Ranking through SQL: the old event about the login cookie beats the
+	// recent ones that mention a cookie in passing.
+	recs := csvRows(t, s.ok("read_query", q(ranked("login OR cookie", "", " LIMIT 3"))))
+	if ids := column(recs, 0); len(ids) != 3 || ids[0] != "1" {
+		t.Fatalf("ranked: %q", recs)
+	}
+	if !strings.Contains(recs[1][2], "[login]") || !strings.Contains(recs[1][2], "[cookie]") {
+		t.Fatalf("snippet: %q", recs[1][2])
+	}
+	// Filters by kind (a join, or FTS5's column filter) and time.
+	for _, c := range []struct{ sql, want string }{
+		{ranked("cookie", " AND e.kind = 'decision'"), "1"},
+		{ranked("cookie AND kind:decision", ""), "1"},
+		{ranked("cookie", " AND e.ts >= (SELECT ts FROM memory_events WHERE id = 5) AND e.id >= 5", " LIMIT 1"), "9"},
+		{ranked("max*", ""), "2"},            // prefix
+		{ranked(`"bulk updates"`, ""), "2"},  // phrase
+		{ranked(`"updates bulk"`, ""), ""},   // order matters in a phrase
+		{ranked("max_update_rows", ""), "2"}, // an identifier is one token
+		{ranked("cafe", ""), "3"},            // diacritics removed
+		{ranked(`"max-age"`, ""), "1"},       // punctuation inside a quoted phrase
+		{`SELECT highlight(memory_events_fts, 0, '<', '>') FROM memory_events_fts WHERE memory_events_fts MATCH 'wal'`, "we ship with <WAL> mode on"},
+		{`SELECT rowid FROM memory_checkpoints_fts WHERE memory_checkpoints_fts MATCH 'auth'`, "1"},
+	} {
+		recs := csvRows(t, s.ok("read_query", q(c.sql)))
+		got := ""
+		if len(recs) > 1 {
+			got = recs[1][0]
+		}
+		if got != c.want {
+			t.Fatalf("%s: got %q, want %q (%q)", c.sql, got, c.want, recs)
+		}
+	}
+
+	// A malformed MATCH is an SQL_ERROR that says how to write one.
+	for _, bad := range []string{"login (", "max-age"} {
+		text := s.fails("read_query", q(ranked(bad, "")), "SQL_ERROR")
+		if !strings.Contains(text, "FTS5 query syntax") || !strings.Contains(text, `"max-events"`) {
+			t.Fatalf("no hint: %q", text)
+		}
+	}
+
+	// get_resume_context without a query: as before, no recall section.
+	plain := s.ok("get_resume_context", map[string]any{"max_events": 2})
+	if strings.Contains(plain, "# recall:") || !strings.Contains(plain, "# 5 events since checkpoint, showing the most recent 2 | chain ok (9 events)") {
+		t.Fatalf("plain resume:\n%s", plain)
+	}
+	// With a query: the recent ones, then the relevant older ones ranked.
+	withQuery := s.ok("get_resume_context", map[string]any{"max_events": 2, "query": "login cookie"})
+	if !strings.HasPrefix(withQuery, plain+"\n\n# recall: ") {
+		t.Fatalf("the recent part changed, or no recall section after it:\n%s", withQuery)
+	}
+	section := withQuery[len(plain)+2:]
+	head, body, _ := strings.Cut(section, "\n")
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Events 8 and 9 are shown as recent and not repeated; 1 comes first,
+	// then the newest of the equal ones; max_events caps the section too.
+	if strings.Join(rows[0], ",") != "id,ts,kind,content,score" || len(rows) != 3 || rows[1][0] != "1" || rows[2][0] != "7" {
+		t.Fatalf("recall section:\n%s", section)
+	}
+	if head != "# recall: 4 older events match the query, showing the best 2 | ranked by bm25, ties newest first; score: higher is more relevant" {
+		t.Fatalf("recall head %q", head)
+	}
+	s.fails("get_resume_context", map[string]any{"query": "  --  "}, "INVALID_ARGUMENT")
+	s.fails("get_resume_context", map[string]any{"query": 7}, "INVALID_ARGUMENT")
+
+	// A server object: hidden by list_tables, counted as hidden by
+	// get_schema, shown with include_system; verify_chain ignores it.
+	if tables := s.ok("list_tables", nil); strings.Contains(tables, "_fts") {
+		t.Fatalf("list_tables shows the index:\n%s", tables)
+	}
+	schema := s.ok("get_schema", nil)
+	if strings.Contains(schema, "_fts") || !strings.HasPrefix(schema, "-- 0 objects (21 server objects hidden; include_system=true shows them)") {
+		t.Fatalf("get_schema:\n%s", schema)
+	}
+	if all := s.ok("get_schema", map[string]any{"include_system": true}); !strings.Contains(all, "CREATE VIRTUAL TABLE memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize=\"unicode61 remove_diacritics 2 tokenchars '_'\");") {
+		t.Fatalf("include_system lacks the index:\n%s", all)
+	}
+	if v := s.verify(); !v.OK || v.Events != 9 {
+		t.Fatalf("verify: %+v", v)
+	}
+}
+
+// TestRecallIndexRefusedInEveryTool: no tool writes the index, FTS
+// commands that lose nothing included.
+func TestRecallIndexRefusedInEveryTool(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := start(t, db)
+	s.ok("append_event", map[string]any{"content": "indexed words"})
+	before := dump(t, db, "memory_events_fts_data", "memory_events_fts_idx", "memory_events_fts_docsize", "memory_events_fts_config")
+	statements := []string{
+		`INSERT INTO memory_events_fts(memory_events_fts) VALUES('rebuild')`,
+		`INSERT INTO memory_events_fts(memory_events_fts) VALUES('optimize')`,
+		`INSERT INTO memory_events_fts(memory_events_fts) VALUES('delete-all')`,
+		`INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('merge', 100)`,
+		`INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('integrity-check', 1)`,
+		`INSERT INTO memory_events_fts(memory_events_fts, rowid, content, kind) VALUES('delete', 1, 'indexed words', 'note')`,
+		`INSERT INTO memory_events_fts(rowid, content, kind) VALUES(99, 'planted', 'note')`,
+		`INSERT INTO memory_checkpoints_fts(memory_checkpoints_fts) VALUES('rebuild')`,
+		`DELETE FROM memory_events_fts`,
+		`DROP TABLE memory_events_fts`,
+		`INSERT INTO memory_events_fts_data VALUES (99, x'00')`,
+		`DROP TABLE memory_events_fts_idx`,
+	}
+	for _, sql := range statements {
+		for _, tool := range []string{"write_query", "destructive_query"} {
+			args := q(sql)
+			args["reason"] = "test"
+			if tool == "write_query" {
+				delete(args, "reason")
+			}
+			text := s.fails(tool, args, "PROTECTED_TABLE")
+			if !strings.Contains(text, "full-text index") {
+				t.Fatalf("%s %s: %q", tool, sql, text)
+			}
+		}
+		if text, isErr := s.call("read_query", q(sql)); !isErr || !strings.HasPrefix(text, "PROTECTED_TABLE: ") && !strings.HasPrefix(text, "READ_ONLY_VIOLATION: ") {
+			t.Fatalf("read_query %s: %q", sql, text)
+		}
+	}
+	s.fails("create_view", map[string]any{"name": "v", "select_sql": statements[0]}, "PROTECTED_TABLE")
+	// Shadow-table writes that SQLite's defensive mode refuses itself.
+	s.fails("destructive_query", map[string]any{"query": `DELETE FROM memory_events_fts_docsize`, "reason": "test"}, "SQL_ERROR")
+	if after := dump(t, db, "memory_events_fts_data", "memory_events_fts_idx", "memory_events_fts_docsize", "memory_events_fts_config"); after != before {
+		t.Fatal("the index changed")
+	}
+	// The readonly profile, on the same file.
+	r := start(t, db, "--profile", "readonly")
+	if text, isErr := r.call("query_database", map[string]any{"sql": statements[0]}); !isErr || !strings.Contains(text, "READ_ONLY_VIOLATION") {
+		t.Fatalf("readonly: %q", text)
+	}
+	if text := r.ok("query_database", map[string]any{"sql": `SELECT rowid FROM memory_events_fts WHERE memory_events_fts MATCH 'indexed'`}); !strings.Contains(text, `"rows":[[1]]`) {
+		t.Fatalf("readonly MATCH: %s", text)
+	}
+}
+
+// TestRecallCatchesUp: rows another program appended (with the reference's
+// hashing, knowing nothing of the index) are found after a restart, and by
+// a running server's recall.
+func TestRecallCatchesUp(t *testing.T) {
+	t.Parallel()
+	db := referenceDB(t)
+	s := start(t, db)
+	s.ok("verify_chain", nil)
+	s.c.Close()
+
+	referenceAppend(t, db, "2026-03-01T08:00:00Z", "finding", "a zeppelin over the harbour")
+	s = start(t, db)
+	if recs := csvRows(t, s.ok("read_query", q(ranked("zeppelin", "")))); len(recs) != 2 || recs[1][0] != "9" {
+		t.Fatalf("after restart: %q", recs)
+	}
+	// While it runs: recall indexes what it lacks first.
+	referenceAppend(t, db, "2026-03-01T08:01:00Z", "finding", "a quokka on the quay")
+	referenceAppend(t, db, "2026-03-01T08:02:00Z", "note", "lunch")
+	text := s.ok("get_resume_context", map[string]any{"max_events": 1, "query": "quokka"})
+	if !strings.Contains(text, "\n10,2026-03-01T08:01:00Z,finding,a quokka on the quay,") {
+		t.Fatalf("running recall missed the new row:\n%s", text)
+	}
+	if v := s.verify(); !v.OK || v.Events != 11 {
+		t.Fatalf("verify: %+v", v)
+	}
+}

@@ -1,0 +1,226 @@
+package worker
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// shopDB is a parent table with a cascading child, a SET NULL child, and
+// an audit trigger.
+func shopDB(t *testing.T) string {
+	t.Helper()
+	return buildDB(t, "shop.db",
+		"CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)",
+		"CREATE TABLE order_items (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(id) ON DELETE CASCADE)",
+		"CREATE TABLE refs (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(id) ON DELETE SET NULL)",
+		"CREATE TABLE history (what TEXT)",
+		"CREATE TRIGGER orders_history AFTER UPDATE ON orders BEGIN INSERT INTO history VALUES ('updated ' || old.id); END",
+		"CREATE TABLE memory_events (id INTEGER PRIMARY KEY, content TEXT NOT NULL)",
+		"INSERT INTO orders VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')",
+		"INSERT INTO order_items VALUES (10, 1), (11, 1), (12, 1), (13, 2)",
+		"INSERT INTO refs VALUES (20, 1)",
+		"INSERT INTO history VALUES ('old 1'), ('old 2')",
+	)
+}
+
+// digest is the database's content as SQLite reads it (never the file by
+// hand: see the guide's lock trap), plus its schema.
+func digest(t *testing.T, db string) [32]byte {
+	t.Helper()
+	c, err := rawsqlite.Open(db, rawsqlite.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var b strings.Builder
+	var tables []string
+	if err := eachRow(c, "SELECT name, sql FROM sqlite_schema ORDER BY name", func(st *rawsqlite.Stmt) {
+		b.WriteString(st.ColumnText(0) + st.ColumnText(1) + "\n")
+		if strings.HasPrefix(st.ColumnText(1), "CREATE TABLE") {
+			tables = append(tables, st.ColumnText(0))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		if err := eachRow(c, "SELECT * FROM "+quoteIdent(tb), func(st *rawsqlite.Stmt) {
+			for i := 0; i < st.ColumnCount(); i++ {
+				b.WriteString(st.ColumnText(i) + ",")
+			}
+			b.WriteString("\n")
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sha256.Sum256([]byte(b.String()))
+}
+
+func eachRow(c *rawsqlite.Conn, sql string, fn func(*rawsqlite.Stmt)) error {
+	st, _, err := c.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer st.Finalize()
+	for {
+		ok, err := st.Step()
+		if err != nil || !ok {
+			return err
+		}
+		fn(st)
+	}
+}
+
+func previewRequest(db, mode, sql string) *ipc.Request {
+	req := request(db, ipc.OpQuery, mode, sql)
+	req.Preview = &ipc.PreviewRequest{}
+	return req
+}
+
+func TestPreview(t *testing.T) {
+	tests := []struct {
+		name, mode, sql string
+		changes         int64
+		tables          []ipc.TableChange
+		objects         []ipc.ObjectChange
+	}{
+		{"delete cascades and sets null", "destructive", "DELETE FROM orders WHERE id = 1", 1,
+			[]ipc.TableChange{{Table: "orders", Deleted: 1}, {Table: "order_items", Deleted: 3, Via: "ON DELETE CASCADE"}, {Table: "refs", Updated: 1, Via: "ON DELETE SET NULL"}}, nil},
+		{"delete without where counts every row", "destructive", "DELETE FROM order_items", 4,
+			[]ipc.TableChange{{Table: "order_items", Deleted: 4}}, nil},
+		{"delete without where of a plain table (SQLite's truncate)", "destructive", "DELETE FROM history", 2,
+			[]ipc.TableChange{{Table: "history", Deleted: 2}}, nil},
+		{"update without where fires the trigger", "destructive", "UPDATE orders SET note = 'x'", 4,
+			[]ipc.TableChange{{Table: "orders", Updated: 4}, {Table: "history", Inserted: 4, Via: "trigger orders_history"}}, nil},
+		{"drop table counts its rows and the cascade", "destructive", "DROP TABLE order_items", 0,
+			nil, []ipc.ObjectChange{{Action: ipc.ObjectDrop, Type: "TABLE", Name: "order_items", Rows: 4}}},
+		{"drop a parent table deletes through its foreign keys and drops its trigger", "destructive", "DROP TABLE orders", 0,
+			[]ipc.TableChange{{Table: "order_items", Deleted: 4, Via: "ON DELETE CASCADE"}, {Table: "refs", Updated: 1, Via: "ON DELETE SET NULL"}},
+			[]ipc.ObjectChange{{Action: ipc.ObjectDrop, Type: "TABLE", Name: "orders", Rows: 4}, {Action: ipc.ObjectDrop, Type: "TRIGGER", Name: "orders_history", Table: "orders"}}},
+		{"alter", "destructive", "ALTER TABLE orders ADD COLUMN total REAL", 0,
+			nil, []ipc.ObjectChange{{Action: ipc.ObjectAlter, Type: "TABLE", Name: "orders"}}},
+		{"drop trigger", "destructive", "DROP TRIGGER orders_history", 0,
+			nil, []ipc.ObjectChange{{Action: ipc.ObjectDrop, Type: "TRIGGER", Name: "orders_history", Table: "orders"}}},
+		{"create trigger", "destructive", "CREATE TRIGGER t2 AFTER DELETE ON orders BEGIN SELECT 1; END", 0,
+			nil, []ipc.ObjectChange{{Action: ipc.ObjectCreate, Type: "TRIGGER", Name: "t2", Table: "orders"}}},
+		{"upsert overwrites", "write", "INSERT INTO orders VALUES (2, 'z') ON CONFLICT(id) DO UPDATE SET note = excluded.note", 1,
+			[]ipc.TableChange{{Table: "orders", Updated: 1}, {Table: "history", Inserted: 1, Via: "trigger orders_history"}}, nil},
+		{"replace deletes the row it replaces", "write", "REPLACE INTO refs VALUES (20, 2)", 1,
+			[]ipc.TableChange{{Table: "refs", Deleted: 1, Inserted: 1}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := shopDB(t)
+			before := digest(t, db)
+			resp := execute(previewRequest(db, tt.mode, tt.sql), hclog.NewNullLogger())
+			if !resp.OK {
+				t.Fatalf("%s: %s", resp.Code, resp.Message)
+			}
+			p := resp.Preview
+			if p == nil {
+				t.Fatalf("no preview: %q", resp.Text)
+			}
+			if p.Changes != tt.changes {
+				t.Errorf("changes = %d, want %d", p.Changes, tt.changes)
+			}
+			if !reflect.DeepEqual(p.Tables, tt.tables) {
+				t.Errorf("tables = %+v, want %+v", p.Tables, tt.tables)
+			}
+			if !reflect.DeepEqual(p.Objects, tt.objects) {
+				t.Errorf("objects = %+v, want %+v", p.Objects, tt.objects)
+			}
+			if digest(t, db) != before {
+				t.Error("the dry run changed the database")
+			}
+		})
+	}
+}
+
+func TestPreviewSnapshotSize(t *testing.T) {
+	db := shopDB(t)
+	dir := filepath.Join(t.TempDir(), "snaps")
+	req := previewRequest(db, "destructive", "DELETE FROM orders WHERE id = 4")
+	req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "shop", Keep: 3}
+	resp := execute(req, hclog.NewNullLogger())
+	if !resp.OK || resp.Preview == nil || resp.Preview.Snapshot == nil {
+		t.Fatalf("response %+v", resp)
+	}
+	c, err := rawsqlite.Open(db, rawsqlite.ReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages, size int64
+	_ = eachRow(c, "SELECT page_count, page_size FROM pragma_page_count, pragma_page_size", func(st *rawsqlite.Stmt) {
+		pages, size = st.ColumnInt64(0), st.ColumnInt64(1)
+	})
+	c.Close()
+	if got := resp.Preview.Snapshot; got.Kind != ipc.SnapshotFull || got.Bytes != pages*size || got.Bytes == 0 {
+		t.Errorf("snapshot plan %+v, want full of %d bytes", got, pages*size)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the dry run touched the snapshot folder: %v", err)
+	}
+	// Snapshots disabled: no plan.
+	req.Snapshot.Keep = 0
+	if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot != nil {
+		t.Errorf("snapshots disabled: %+v", resp.Preview)
+	}
+}
+
+func TestPreviewAnswers(t *testing.T) {
+	tests := []struct {
+		name, mode, sql string
+		harmless        bool
+		code, text      string
+		committed       bool // the database changed
+	}{
+		{"a read is answered", "destructive", "SELECT count(*) AS n FROM orders", false, "", "n\n4\n# 1 rows", false},
+		{"harmless insert is committed", "write", "INSERT INTO history VALUES ('x')", true, "", "ok: 1 rows affected (last_insert_rowid=3)", true},
+		{"harmless create table is committed", "write", "CREATE TABLE u (a)", true, "", "ok: schema statement executed", true},
+		{"an update is not harmless", "write", "UPDATE orders SET note = 'x' WHERE id = 1", true, "", "ok: dry run rolled back", false},
+		{"the statement's error", "destructive", "DELETE FROM nope", false, ipc.CodeSQL, "no such table: nope", false},
+		{"constraint failure in the run", "write", "INSERT INTO order_items VALUES (99, 42)", true, ipc.CodeSQL, "FOREIGN KEY constraint failed", false},
+		{"the update guard applies", "write", "UPDATE orders SET note = 'x'", true, ipc.CodePolicy, "more than --max-update-rows=2", false},
+		{"the policy applies", "write", "DELETE FROM orders", true, ipc.CodeReadOnly, "use destructive_query", false},
+		{"protected tables", "destructive", "DELETE FROM memory_events", false, ipc.CodeProtected, "memory_events", false},
+		{"one statement", "destructive", "DELETE FROM orders; DELETE FROM history", false, ipc.CodeMultipleStatements, "one statement", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := shopDB(t)
+			before := digest(t, db)
+			req := previewRequest(db, tt.mode, tt.sql)
+			req.Preview.CommitIfHarmless = tt.harmless
+			resp := execute(req, hclog.NewNullLogger())
+			if tt.code != "" {
+				if resp.OK || resp.Code != tt.code || !strings.Contains(resp.Message, tt.text) {
+					t.Fatalf("got ok=%v %s: %s %q, want %s: %s", resp.OK, resp.Code, resp.Message, resp.Text, tt.code, tt.text)
+				}
+			} else if !resp.OK || !strings.HasPrefix(resp.Text, tt.text) {
+				t.Fatalf("got ok=%v %s: %s %q, want %q", resp.OK, resp.Code, resp.Message, resp.Text, tt.text)
+			}
+			if changed := digest(t, db) != before; changed != tt.committed {
+				t.Errorf("database changed = %v, want %v", changed, tt.committed)
+			}
+		})
+	}
+}
+
+func TestPreviewTimeout(t *testing.T) {
+	db := shopDB(t)
+	req := previewRequest(db, "destructive",
+		"DELETE FROM orders WHERE id IN (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r)")
+	req.Limits.TimeoutMS = 200
+	resp := execute(req, hclog.NewNullLogger())
+	if resp.OK || resp.Code != ipc.CodeTimeout {
+		t.Fatalf("got ok=%v %s: %s, want TIMEOUT", resp.OK, resp.Code, resp.Message)
+	}
+}
