@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -105,9 +104,6 @@ func waitWorker(t *testing.T, db string) int {
 // the call's worker at once and audits the call as CANCELLED with its real
 // duration; the server goes on serving.
 func TestCancelRunawayRead(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -144,9 +140,6 @@ func TestCancelRunawayRead(t *testing.T) {
 // TestCancelledWriteLeavesNoTrace: a write_query cancelled mid-statement
 // leaves the database as if it never ran.
 func TestCancelledWriteLeavesNoTrace(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -197,6 +190,7 @@ func startProc(t *testing.T, db string, flags ...string) *procServer {
 func startProcInit(t *testing.T, db, initialize string, flags ...string) *procServer {
 	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
+	serverStarted(db, cmd)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -237,9 +231,6 @@ func (p *procServer) readUntil(id int) (seen []int) {
 // response never comes; cancelling a finished call or an unknown id is
 // ignored.
 func TestCancelledCallGetsNoResponse(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	p := startProc(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -563,9 +554,6 @@ func TestSnapshotHoldsACommitDuringTheCopy(t *testing.T) {
 // stopped, by its own time budget or by a cancellation that kills the
 // worker mid-copy, leaves no partial snapshot and changes nothing.
 func TestStoppedSnapshotLeavesNothing(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := bigDB(t)
 	del := map[string]any{"query": "DELETE FROM t WHERE id < 10", "reason": "test"}
