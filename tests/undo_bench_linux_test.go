@@ -30,7 +30,7 @@ func BenchmarkUndoSnapshot(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("MCP_SQLITE_BENCH_UNDO_MB")); err == nil && v > 100 {
 		mb = v
 	}
-	dir := b.TempDir()
+	dir := testDir(b)
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil || int64(fs.Bavail)*int64(fs.Bsize) < 4*int64(mb)<<20 {
 		b.Skipf("needs %d MB free in %s", 4*mb, dir)
