@@ -117,7 +117,7 @@ FILE - reads stdin.`,
 	},
 	"restore": func() help {
 		return help{
-			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run]",
+			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run] [--force]",
 			about: `Puts a snapshot (destructive_query's, the snapshot tool's, or a safety
 snapshot of an earlier restore) back into the database. The agent's tables,
 indexes, views and triggers come back from the snapshot; the memory log,
@@ -132,12 +132,19 @@ It refuses, changing nothing, while a server holds the file (stop the MCP
 session first) and while another program is in a transaction on it (it names
 the program); a program that only has the file open sees the restored
 tables from its next transaction on. To undo a restore, restore its safety
-snapshot.`,
+snapshot.
+
+An undo record (<stem>.<time>Z.undo.db, what destructive_query keeps of a
+large database) puts back only what its statement changed, in one
+transaction. If rows it would put back were changed since, it refuses and
+names them (table, key, what changed) unless --force. Several undo records
+are restored one by one, newest first.`,
 			flags: [][2]string{
 				{"--db PATH", "the database to restore into (a missing file gets the whole snapshot)"},
 				{"--reason TEXT", "why, recorded in the restore event and the audit row"},
 				{"--everything", "restore the whole file through SQLite's backup API, memory tables too: discards the events, checkpoints and audit rows newer than the snapshot (and says which)"},
 				{"--dry-run", "print what the restore would change and change nothing"},
+				{"--force", "an undo record overwrites the rows that were changed since it was taken, instead of refusing"},
 				{"--snapshot-dir PATH", "where the safety snapshot goes (default <db dir>/<stem>.snapshots)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
@@ -146,6 +153,7 @@ snapshot.`,
 				`mcp-sqlite-memory restore --db memory.db --reason "undo the DELETE of notes" memory.snapshots/memory.20261130T101500.123Z.db`,
 				"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101800.456Z.pre-restore.db   # undo that restore",
 				"mcp-sqlite-memory restore --db memory.db --everything memory.snapshots/memory.20261130T101500.123Z.db",
+				"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T103000.789Z.undo.db   # newest first, then the older ones",
 			},
 		}
 	},

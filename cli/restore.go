@@ -15,6 +15,7 @@ type restoreFlags struct {
 	reason     string
 	everything bool
 	dryRun     bool
+	force      bool
 }
 
 // splitRestoreFlags takes restore's own flags out of args, wherever they
@@ -43,14 +44,17 @@ func splitRestoreFlags(args []string) (restoreFlags, []string, error) {
 				value = args[i]
 			}
 			f.reason = value
-		case "everything", "dry-run":
+		case "everything", "dry-run", "force":
 			on := !hasValue || value == "true" || value == "1"
 			if hasValue && !on && value != "false" && value != "0" {
 				return f, nil, &server.UsageError{Msg: fmt.Sprintf("invalid value %q for --%s\nTry: --%s", value, name, name)}
 			}
-			if name == "everything" {
+			switch name {
+			case "everything":
 				f.everything = on
-			} else {
+			case "force":
+				f.force = on
+			default:
 				f.dryRun = on
 			}
 		default:
@@ -94,6 +98,7 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 		Reason:      f.reason,
 		Everything:  f.everything,
 		DryRun:      f.dryRun,
+		Force:       f.force,
 		Out:         env.Stdout,
 		Log:         oneShotLogger(env, cfg.Verbose),
 	})

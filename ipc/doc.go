@@ -1,7 +1,7 @@
 // Package ipc is the boundary between the front process and its workers: the
-// versioned request and response types, their size-limited framing, the
-// error codes that cross the boundary, and the spawning, limiting and
-// killing of worker processes (one request per process).
+// versioned request and response types, their size-limited framing (a
+// response carries an errcode code across the boundary), and the spawning,
+// limiting and killing of worker processes (one request per process).
 //
 // # Protocol
 //

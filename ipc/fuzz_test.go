@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // FuzzReadRequest feeds the worker's request decoder any bytes: it must
@@ -23,7 +25,7 @@ func FuzzReadRequest(f *testing.F) {
 			if req != nil {
 				t.Fatalf("error %v with a request", err)
 			}
-			if Code(err) != CodeInvalidArgument {
+			if errcode.Of(err) != errcode.InvalidArgument {
 				t.Fatalf("decoder error without INVALID_ARGUMENT: %v", err)
 			}
 			return

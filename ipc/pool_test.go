@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // syncBuffer is a log sink tests can read while the spawner writes.
@@ -219,7 +221,7 @@ func TestPoolCrashingStandbysBackOff(t *testing.T) {
 		t.Fatalf("%d standby deaths logged in 0.5 s; want a few (backoff)", n)
 	}
 	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 20_000}})
-	if resp.OK || resp.Code != CodeWorkerFailed {
+	if resp.OK || resp.Code != errcode.WorkerFailed {
 		t.Fatalf("got %+v", resp)
 	}
 }
@@ -298,7 +300,7 @@ func TestPoolMissingBinary(t *testing.T) {
 	t.Cleanup(s.Close)
 	for range 3 {
 		resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 1000}})
-		if resp.OK || resp.Code != CodeWorkerFailed || !strings.Contains(resp.Message, "could not start a worker process") {
+		if resp.OK || resp.Code != errcode.WorkerFailed || !strings.Contains(resp.Message, "could not start a worker process") {
 			t.Fatalf("got %+v", resp)
 		}
 	}

@@ -73,8 +73,9 @@ const (
 
 // SnapshotPlan is the snapshot a destructive statement's real run takes.
 type SnapshotPlan struct {
-	// Kind is SnapshotFull. An undo record (SPEC 5.6) would be sized by
-	// its changeset; the dry run is where that size is to be measured.
+	// Kind is SnapshotFull, or SnapshotUndo: an undo record (SPEC 5.6),
+	// whose size is what the statement changes (Bytes is then the
+	// database's size, which a full copy would have cost).
 	Kind  string `json:"kind"`
 	Bytes int64  `json:"bytes"`
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // progressWorker plays the workers that write progress frames; modes not
@@ -59,7 +61,7 @@ func TestSpawnerProgress(t *testing.T) {
 		name, mode string
 		timeoutMS  int64
 		snapshot   *Snapshot
-		wantCode   string
+		wantCode   errcode.Code
 		wantText   string
 		wantFrames []Progress
 	}{
@@ -70,15 +72,15 @@ func TestSpawnerProgress(t *testing.T) {
 		{name: "snapshot has its own budget", mode: "snapshot-slow", timeoutMS: 2000, snapshot: snap, wantText: "done",
 			wantFrames: []Progress{{PhaseSnapshot, 0, 100}, {PhaseSnapshot, 100, 100}, {Phase: PhaseStatement}}},
 		{name: "snapshot budget ends", mode: "snapshot-hang", timeoutMS: 20_000,
-			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantCode: CodeTimeout, wantText: "snapshot was not complete after 300ms"},
+			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantCode: errcode.Timeout, wantText: "snapshot was not complete after 300ms"},
 		{name: "statement timeout restarts after the snapshot", mode: "statement-hang", timeoutMS: 300, snapshot: snap,
-			wantCode: CodeTimeout, wantText: "query stopped after 300ms"},
+			wantCode: errcode.Timeout, wantText: "query stopped after 300ms"},
 		{name: "unasked snapshot frame buys no time", mode: "snapshot-hang", timeoutMS: 300,
-			wantCode: CodeTimeout, wantText: "query stopped after 300ms"},
+			wantCode: errcode.Timeout, wantText: "query stopped after 300ms"},
 		{name: "progress frame with response fields", mode: "progress-with-fields", timeoutMS: 20_000,
-			wantCode: CodeWorkerFailed, wantText: "progress frame with response fields"},
+			wantCode: errcode.WorkerFailed, wantText: "progress frame with response fields"},
 		{name: "huge progress frame", mode: "progress-huge", timeoutMS: 20_000,
-			wantCode: CodeWorkerFailed, wantText: "progress frame larger than"},
+			wantCode: errcode.WorkerFailed, wantText: "progress frame larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,12 +113,12 @@ func TestRequestTooLargeIsRefusedBeforeAWorker(t *testing.T) {
 	// A worker that would answer anything: the refusal must come first.
 	s := helperSpawner(t, "echo", 0)
 	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT '" + strings.Repeat("a", MaxRequestBytes) + "'"})
-	if resp.Code != CodeInvalidArgument || !strings.Contains(resp.Message, "nothing was run") {
+	if resp.Code != errcode.InvalidArgument || !strings.Contains(resp.Message, "nothing was run") {
 		t.Fatalf("got %s: %s", resp.Code, resp.Message)
 	}
 	// Escaping counts: 2 MB of control characters is 12 MB of JSON.
 	resp = s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: strings.Repeat("\x01", 2<<20)})
-	if resp.Code != CodeInvalidArgument {
+	if resp.Code != errcode.InvalidArgument {
 		t.Fatalf("escaped text: got %s: %s", resp.Code, resp.Message)
 	}
 }

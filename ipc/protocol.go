@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"unsafe"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Version is the protocol version both sides speak. Bump it whenever a field
@@ -106,7 +108,20 @@ type Snapshot struct {
 	// complete (then it is renamed); the front names it so that it can
 	// remove what a killed worker left. Empty: the worker picks one.
 	Partial string `json:"partial,omitempty"`
+	// Mode is SnapshotFull (also when empty), SnapshotUndo, or
+	// SnapshotAuto: an undo record when the database is larger than
+	// FullMB MiB, else a full copy (SPEC 5.6).
+	Mode   string `json:"mode,omitempty"`
+	FullMB int    `json:"full_mb,omitempty"`
+	// Reason is the agent's reason, kept in an undo record.
+	Reason string `json:"reason,omitempty"`
 }
+
+// Snapshot modes (--snapshot-mode).
+const (
+	SnapshotAuto = "auto"
+	SnapshotUndo = "undo" // an undo record; SnapshotFull (preview.go) a copy
+)
 
 // PartialSuffix ends the name of every snapshot still being written; a
 // file with it is never a complete snapshot.
@@ -151,8 +166,8 @@ type Response struct {
 	Version int  `json:"v"`
 	OK      bool `json:"ok"`
 	// Code and Message describe a failure (OK false).
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Code    errcode.Code `json:"code,omitempty"`
+	Message string       `json:"message,omitempty"`
 	// Text is the result an agent reads (CSV, result line, SQL text).
 	Text string `json:"-"`
 	// JSON is the structured result of the readonly profile's tools and of
@@ -173,18 +188,20 @@ type Response struct {
 	Preview *Preview `json:"preview,omitempty"`
 }
 
-// Err returns the response's failure as an *Error, or nil.
+// Err returns the response's failure as an *errcode.Error, or nil.
 func (r *Response) Err() error {
 	if r.OK {
 		return nil
 	}
-	return &Error{Code: r.Code, Message: r.Message}
+	return &errcode.Error{Code: r.Code, Message: r.Message}
 }
 
-// Failure builds the response for err, keeping its code.
+// Failure builds the response for err, keeping its code; the message of
+// a coded error (wrapped or not) is its own, without the code.
 func Failure(err error) *Response {
-	r := &Response{Version: Version, Code: Code(err), Message: err.Error()}
-	if e, ok := err.(*Error); ok {
+	r := &Response{Version: Version, Code: errcode.Of(err), Message: err.Error()}
+	var e *errcode.Error
+	if errors.As(err, &e) {
 		r.Message = e.Message
 	}
 	return r
@@ -209,18 +226,18 @@ func WriteFrame(w io.Writer, v any) error {
 func ReadRequest(r io.Reader) (*Request, error) {
 	var req Request
 	if err := readFrame(r, MaxRequestBytes, &req); err != nil {
-		return nil, NewError(CodeInvalidArgument, "bad request frame: "+err.Error())
+		return nil, errcode.New(errcode.InvalidArgument, "bad request frame: "+err.Error())
 	}
 	if req.Version < MinVersion || req.Version > Version {
-		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
 	}
 	switch req.Op {
 	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch, OpSnapshot:
 	default:
-		return nil, NewError(CodeInvalidArgument, fmt.Sprintf("unknown op %q", req.Op))
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("unknown op %q", req.Op))
 	}
 	if req.DB == "" {
-		return nil, NewError(CodeInvalidArgument, "request has no db path")
+		return nil, errcode.New(errcode.InvalidArgument, "request has no db path")
 	}
 	return &req, nil
 }
@@ -443,17 +460,17 @@ func checkRequestSize(req *Request) error {
 		}
 	}
 	if s := req.Snapshot; s != nil {
-		n += len(s.Dir) + len(s.Stem) + len(s.Partial)
+		n += len(s.Dir) + len(s.Stem) + len(s.Partial) + len(s.Mode) + len(s.Reason)
 	}
 	if 6*n+(64<<10) < MaxRequestBytes {
 		return nil
 	}
 	var buf countingWriter
 	if err := WriteFrame(&buf, req); err != nil {
-		return NewError(CodeInvalidArgument, "the call cannot be encoded for a worker: "+err.Error())
+		return errcode.New(errcode.InvalidArgument, "the call cannot be encoded for a worker: "+err.Error())
 	}
 	if buf.n > MaxRequestBytes {
-		return NewError(CodeInvalidArgument, fmt.Sprintf("the call's text is %d bytes, more than the %d a worker accepts; send a shorter statement (nothing was run)", n, MaxRequestBytes))
+		return errcode.New(errcode.InvalidArgument, fmt.Sprintf("the call's text is %d bytes, more than the %d a worker accepts; send a shorter statement (nothing was run)", n, MaxRequestBytes))
 	}
 	return nil
 }

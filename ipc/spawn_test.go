@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // The test binary re-runs itself as a misbehaving worker when this variable
@@ -31,10 +33,12 @@ func helperWorker(mode string) int {
 		// A worker that predates the ready byte, or a foreign one.
 	case "dieready":
 		// Dies after saying it is ready, while it waits as a standby.
-		_ = SignalReady(os.Stdout, os.Getenv)
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
 		return 3
 	default:
-		_ = SignalReady(os.Stdout, os.Getenv)
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
 	}
 	req, err := ReadRequest(os.Stdin)
 	if err != nil {
@@ -104,21 +108,21 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 
 	tests := []struct {
 		mode     string
-		wantCode string
+		wantCode errcode.Code
 		wantText string
 	}{
 		{"echo", "", "echo: SELECT 1"},
 		{"logs", "", "ok"},
-		{"hang", CodeTimeout, "worker killed"},
-		{"crash", CodeWorkerFailed, "exited without an answer"},
-		{"oom", CodeResourceLimit, "out of memory"},
-		{"garbage", CodeWorkerFailed, "unreadable answer"},
-		{"huge", CodeWorkerFailed, "larger than"},
-		{"hugeheader", CodeWorkerFailed, "larger than"},
-		{"short", CodeWorkerFailed, "payload cut short"},
-		{"version", CodeWorkerFailed, "protocol version"},
-		{"nocode", CodeWorkerFailed, "without an error code"},
-		{"silent", CodeWorkerFailed, "exited without an answer"},
+		{"hang", errcode.Timeout, "worker killed"},
+		{"crash", errcode.WorkerFailed, "exited without an answer"},
+		{"oom", errcode.ResourceLimit, "out of memory"},
+		{"garbage", errcode.WorkerFailed, "unreadable answer"},
+		{"huge", errcode.WorkerFailed, "larger than"},
+		{"hugeheader", errcode.WorkerFailed, "larger than"},
+		{"short", errcode.WorkerFailed, "payload cut short"},
+		{"version", errcode.WorkerFailed, "protocol version"},
+		{"nocode", errcode.WorkerFailed, "without an error code"},
+		{"silent", errcode.WorkerFailed, "exited without an answer"},
 	}
 	for _, tt := range tests {
 		for _, standby := range []int{0, 1} {
@@ -152,7 +156,7 @@ func TestSpawnerTimeoutIsPrompt(t *testing.T) {
 	s := helperSpawner(t, "hang", 1)
 	start := time.Now()
 	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 200}})
-	if resp.Code != CodeTimeout {
+	if resp.Code != errcode.Timeout {
 		t.Fatalf("got %+v", resp)
 	}
 	// Generous bound: this only guards against waiting for the hour-long sleep.
@@ -166,7 +170,7 @@ func TestSpawnerCancelKills(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 	resp := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 60_000}})
-	if resp.Code != CodeCancelled || !strings.Contains(resp.Message, "cancelled") {
+	if resp.Code != errcode.Cancelled || !strings.Contains(resp.Message, "cancelled") {
 		t.Fatalf("got %+v", resp)
 	}
 }
@@ -194,7 +198,7 @@ func TestReadRequest(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || Code(err) != CodeInvalidArgument {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || errcode.Of(err) != errcode.InvalidArgument {
 				t.Fatalf("got %v, want INVALID_ARGUMENT containing %q", err, tt.want)
 			}
 		})
@@ -202,14 +206,14 @@ func TestReadRequest(t *testing.T) {
 }
 
 func TestErrorCodeSurvivesResponse(t *testing.T) {
-	resp := Failure(NewError(CodeProtected, "memory_events is managed by the server"))
+	resp := Failure(errcode.New(errcode.Protected, "memory_events is managed by the server"))
 	r, w := io.Pipe()
 	go func() { _ = WriteResponse(w, resp); w.Close() }()
 	got, err := ReadResponse(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Code(got.Err()) != CodeProtected || got.Err().Error() != "PROTECTED_TABLE: memory_events is managed by the server" {
+	if errcode.Of(got.Err()) != errcode.Protected || got.Err().Error() != "PROTECTED_TABLE: memory_events is managed by the server" {
 		t.Fatalf("got %v", got.Err())
 	}
 }

@@ -50,6 +50,16 @@ var (
 
 // chainFixture returns a database with n valid events, built once per run
 // in one transaction.
+// benchEvents is the size of the 1M benchmarks' chain: 1,000,000, or
+// MCP_SQLITE_BENCH_EVENTS, which .ci/run sets low so that its short pass
+// keeps them running without building a million events.
+func benchEvents() int {
+	if n, err := strconv.Atoi(os.Getenv("MCP_SQLITE_BENCH_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
 func chainFixture(b *testing.B, n int) string {
 	fixture1MOnce.Do(func() {
 		path := filepath.Join(sharedDir(b), "chain-1m.db")
@@ -116,7 +126,7 @@ func fillChain(s *Store, n int) error {
 // from other processes inflates far less than wall time; on an idle 2-core
 // machine the wall time is at least half of it.
 func BenchmarkVerify1M(b *testing.B) {
-	const n = 1_000_000
+	n := benchEvents()
 	path := chainFixture(b, n)
 	s, err := OpenExisting(context.Background(), path, nil)
 	if err != nil {
@@ -126,7 +136,7 @@ func BenchmarkVerify1M(b *testing.B) {
 	if _, err := s.Verify(context.Background()); err != nil { // warm the page cache
 		b.Fatal(err)
 	}
-	canon := canonicalSample(b, path, 100_000)
+	canon := canonicalSample(b, path, min(100_000, n))
 	var before, after runtime.MemStats
 	var verify, read, sha time.Duration
 	var allocs, bytes uint64
@@ -142,7 +152,7 @@ func BenchmarkVerify1M(b *testing.B) {
 		cpu += processCPU() - cpu0
 		b.StopTimer()
 		runtime.ReadMemStats(&after)
-		if err != nil || !v.OK || v.Events != n {
+		if err != nil || !v.OK || v.Events != int64(n) {
 			b.Fatalf("verify = %+v, %v", v, err)
 		}
 		allocs += after.Mallocs - before.Mallocs
@@ -152,10 +162,10 @@ func BenchmarkVerify1M(b *testing.B) {
 	}
 	ops := float64(b.N)
 	b.ReportMetric(float64(verify.Milliseconds())/ops, "ms/verify")
-	b.ReportMetric(float64(verify.Nanoseconds())/ops/n, "ns/event")
+	b.ReportMetric(float64(verify.Nanoseconds())/ops/float64(n), "ns/event")
 	b.ReportMetric(float64(cpu.Milliseconds())/ops, "cpu-ms/verify")
-	b.ReportMetric(float64(allocs)/ops/n, "allocs/event")
-	b.ReportMetric(float64(bytes)/ops/n, "B/event")
+	b.ReportMetric(float64(allocs)/ops/float64(n), "allocs/event")
+	b.ReportMetric(float64(bytes)/ops/float64(n), "B/event")
 	b.ReportMetric(float64(read.Milliseconds())/ops, "read-only-ms")
 	b.ReportMetric(float64(sha.Milliseconds())/ops, "sha256-only-ms")
 	b.ReportMetric(float64((read+sha).Milliseconds())/2/ops, "floor-2core-ms")
@@ -359,7 +369,7 @@ var (
 // written as another program would (no index rows), so the first Open
 // indexes 1M events, the catch-up a big reference-made file gets.
 func indexedFixture(b *testing.B) string {
-	path := chainFixture(b, 1_000_000)
+	path := chainFixture(b, benchEvents())
 	indexed1MOnce.Do(func() {
 		start := time.Now()
 		s, err := Open(context.Background(), path, nil)
@@ -367,7 +377,7 @@ func indexedFixture(b *testing.B) string {
 			b.Fatal(err)
 		}
 		s.Close()
-		b.Logf("first start indexed 1,000,000 events in %v", time.Since(start))
+		b.Logf("first start indexed %d events in %v", benchEvents(), time.Since(start))
 		indexed1M = path
 	})
 	return indexed1M
@@ -469,7 +479,7 @@ func BenchmarkPortable1M(b *testing.B) {
 		}
 		floor.fts = false
 		start := time.Now()
-		if err := fillChain(floor, 1_000_000); err != nil {
+		if err := fillChain(floor, benchEvents()); err != nil {
 			b.Fatal(err)
 		}
 		floor.Close()
@@ -492,7 +502,7 @@ func BenchmarkPortable1M(b *testing.B) {
 			err = f.Close()
 		}
 		export += time.Since(start)
-		if err != nil || st.Events != 1_000_000 {
+		if err != nil || st.Events != int64(benchEvents()) {
 			b.Fatalf("export: %+v %v", st, err)
 		}
 
@@ -504,7 +514,7 @@ func BenchmarkPortable1M(b *testing.B) {
 		ist, err := Import(ctx, filepath.Join(dir, fmt.Sprintf("import-%d.db", i)), f, nil)
 		imp += time.Since(start)
 		f.Close()
-		if err != nil || ist.Events != 1_000_000 {
+		if err != nil || ist.Events != int64(benchEvents()) {
 			b.Fatalf("import: %+v %v", ist, err)
 		}
 	}

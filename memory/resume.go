@@ -72,7 +72,8 @@ type Resume struct {
 // when the checkpoint is no longer anchored; ", showing ..." only when
 // events were left out by MaxEvents; the CSV only when there are events.
 // The chain is verified on every call.
-func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, error) {
+func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume, err error) {
+	defer func() { err = markBusy(err) }()
 	if opt.MaxEvents < 1 {
 		opt.MaxEvents = DefaultMaxEvents
 	}
@@ -94,7 +95,6 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (Resume, e
 			s.log.Warn("recall: could not bring the full-text index up to date", "error", err)
 		}
 	}
-	var err error
 	if r.Chain, err = s.Verify(ctx); err != nil {
 		return Resume{}, err
 	}

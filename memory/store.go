@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // BusyTimeout is how long every connection waits for a lock held by another
@@ -37,7 +38,33 @@ var (
 	ErrEmptyContent = errors.New("content must not be empty")
 	// ErrEmptySummary: checkpoint summary is empty after stripping.
 	ErrEmptySummary = errors.New("summary must not be empty")
+	// ErrBusy: another connection or process held the lock for longer
+	// than BusyTimeout (SQLITE_BUSY or SQLITE_LOCKED). The errors of
+	// Append, Checkpoint, ResumeContext and Verify match it (errors.Is)
+	// when that was their cause; their text stays SQLite's.
+	ErrBusy = errors.New("the database is busy")
 )
+
+// busyError is an error caused by a lock: it matches ErrBusy and unwraps
+// to its cause.
+type busyError struct{ err error }
+
+func (e busyError) Error() string   { return e.err.Error() }
+func (e busyError) Unwrap() []error { return []error{ErrBusy, e.err} }
+
+// markBusy makes err match ErrBusy when a lock caused it.
+func markBusy(err error) error {
+	var raw *rawsqlite.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &raw) && (raw.Primary() == rawsqlite.ResultBusy || raw.Primary() == rawsqlite.ResultLocked):
+	case sqliteCode(err) == sqlite3.SQLITE_BUSY || sqliteCode(err) == sqlite3.SQLITE_LOCKED:
+	default:
+		return err
+	}
+	return busyError{err}
+}
 
 // Event is one row of memory_events.
 type Event struct {
@@ -309,7 +336,8 @@ func (s *Store) head(ctx context.Context, tx *sql.Tx) (int64, string, error) {
 // (Strip), empty content is ErrEmptyContent, empty kind becomes "note". The
 // head is read and the row inserted in one BEGIN IMMEDIATE transaction, so
 // concurrent appenders in other processes keep one unbroken chain.
-func (s *Store) Append(ctx context.Context, session, kind, content string) (Event, error) {
+func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Event, err error) {
+	defer func() { err = markBusy(err) }()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -394,7 +422,8 @@ func (s *Store) Conn(ctx context.Context) (*sql.Conn, error) { return s.db.Conn(
 
 // Checkpoint stores a summary (stripped; empty is ErrEmptySummary) anchored
 // to the current chain head.
-func (s *Store) Checkpoint(ctx context.Context, session, summary string) (Checkpoint, error) {
+func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Checkpoint, err error) {
+	defer func() { err = markBusy(err) }()
 	summary = Strip(summary)
 	if summary == "" {
 		return Checkpoint{}, ErrEmptySummary

@@ -82,7 +82,8 @@ func (v Verification) Summary() string {
 // SQLite's row memory; the other cores hash the batches. Whether event i's
 // stored hash is right depends on row i alone, so hashing in parallel
 // reports the same first break as a sequential check.
-func (s *Store) Verify(ctx context.Context) (Verification, error) {
+func (s *Store) Verify(ctx context.Context) (_ Verification, err error) {
+	defer func() { err = markBusy(err) }()
 	if err := ctx.Err(); err != nil {
 		return Verification{}, fmt.Errorf("memory: verify: %w", err)
 	}

@@ -32,15 +32,14 @@
 //     no direct writes to FTS5/R*Tree shadow tables or sqlite_dbpage.
 //   - PRAGMA trusted_schema=OFF: views and triggers may only call innocuous
 //     functions.
-//   - sqlite3_limit(SQLITE_LIMIT_ATTACHED, 0) ([LimitAttached]): ATTACH fails,
+//   - sqlite3_limit(SQLITE_LIMIT_ATTACHED, 0): ATTACH fails,
 //     and so do VACUUM and VACUUM INTO, which attach internally.
 //   - No extension loading: modernc.org/sqlite never enables it; the worker
 //     must not either.
 //   - PRAGMA query_only=1 for [Select] and [Read]; the read-only profile also
 //     opens the file read-only.
 //
-// [DSNParams] returns the DSN query parameters for the first, second and
-// last of these.
+// The worker sets them on its connection (worker/conn.go).
 //
 // # What the authorizer cannot see
 //

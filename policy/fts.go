@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // FTS special commands.
@@ -79,7 +81,7 @@ type FTSTable struct {
 // statement's FTS tables among its insert targets) for FTS commands that
 // mode does not allow. Only write mode restricts them: read modes refuse
 // the INSERT itself, destructive_query allows every command.
-func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
+func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *errcode.Error {
 	if mode != Write || len(tables) == 0 {
 		return nil
 	}
@@ -114,7 +116,7 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
 				if f := FoldName(v); f != "delete-all" && f != "delete" {
 					why = "is not one of the FTS maintenance commands that lose nothing"
 				}
-				return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
+				return &errcode.Error{Code: errcode.ReadOnly, Message: fmt.Sprintf(
 					"INSERT INTO %s(%s) VALUES(%s)%s is not allowed in write_query: %s %s (write_query allows %s); %s",
 					t.Name, t.Name, sqlQuote(v), firedBy(triggerOf(seg)), sqlQuote(v), why,
 					strings.Join(FTSMaintenanceCommands(), ", "), useDestructive(triggerOf(seg)))}
@@ -124,13 +126,13 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *Violation {
 	return nil
 }
 
-func ftsComputed(table, trigger string) *Violation {
+func ftsComputed(table, trigger string) *errcode.Error {
 	if trigger != "" {
-		return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
+		return &errcode.Error{Code: errcode.ReadOnly, Message: fmt.Sprintf(
 			"INSERT INTO %s(%s) ...%s sets the FTS command column to a value computed while it runs, so write_query cannot tell whether the command removes data; %s",
 			table, table, firedBy(trigger), useDestructive(trigger))}
 	}
-	return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf(
+	return &errcode.Error{Code: errcode.ReadOnly, Message: fmt.Sprintf(
 		"this INSERT sets the FTS command column of %s (INSERT INTO %s(%s) ...) to a value computed while it runs, so write_query cannot tell whether the command removes data; write the command as a string literal, one command per statement (maintenance commands: %s), or use destructive_query (it snapshots the database first)",
 		table, table, table, strings.Join(FTSMaintenanceCommands(), ", "))}
 }

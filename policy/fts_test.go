@@ -3,6 +3,8 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // TestCheckFTSCommands covers the program check on listings shaped like
@@ -61,7 +63,7 @@ func TestCheckFTSCommands(t *testing.T) {
 			switch {
 			case c.want == "" && v != nil:
 				t.Fatalf("refused: %v", v)
-			case c.want != "" && (v == nil || v.Code != CodeReadOnly || !strings.Contains(v.Message, c.want) || !strings.Contains(v.Message, "destructive_query")):
+			case c.want != "" && (v == nil || v.Code != errcode.ReadOnly || !strings.Contains(v.Message, c.want) || !strings.Contains(v.Message, "destructive_query")):
 				t.Fatalf("got %v, want READ_ONLY_VIOLATION containing %q", v, c.want)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite" // database/sql for building templates and checking results
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -116,7 +117,7 @@ func buildTemplate(path string, stmts []string) error {
 
 // outcome is what happened to one statement on one fresh database.
 type outcome struct {
-	violation   *Violation
+	violation   *errcode.Error
 	err         error // from prepare or run
 	summary     Summary
 	fileChanged bool
@@ -213,7 +214,7 @@ func openBackstopped(t testing.TB, path string, mode Mode, queryOnly bool) *raws
 	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
 		t.Fatal(err)
 	}
-	c.Limit(LimitAttached, 0)
+	c.Limit(rawsqlite.LimitAttached, 0)
 	c.Limit(rawsqlite.LimitLength, 1<<20) // keep fuzz inputs small and bounded
 	setup := "PRAGMA foreign_keys=ON"
 	if queryOnly {

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // IsReplicationTable reports whether name is one of the tables Litestream
@@ -18,7 +20,7 @@ func IsReplicationTable(name string) bool {
 }
 
 // replication refuses a write or schema change of a Litestream table.
-func (a *Authorizer) replication(what, table, trigger string) *Violation {
+func (a *Authorizer) replication(what, table, trigger string) *errcode.Error {
 	msg := fmt.Sprintf("%s on %s is not allowed in any tool: Litestream, which replicates this database, keeps its state there", what, table)
 	if trigger != "" {
 		msg += fmt.Sprintf(" (trigger %s writes to it)", trigger)

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Mode is the policy profile of one tool.
@@ -56,39 +58,6 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("policy: unknown mode %q (want select, read, write or destructive)", s)
 }
 
-// DSNParams returns the modernc.org/sqlite DSN query parameters that apply
-// the connection backstops for mode: defensive mode, trusted_schema=OFF and,
-// for Select and Read, query_only. SQLITE_LIMIT_ATTACHED is not a DSN
-// parameter: set it with sqlite.Limit(conn, LimitAttached, 0).
-func DSNParams(m Mode) string {
-	p := "_defensive=1&_pragma=trusted_schema(0)"
-	if m <= Read {
-		p += "&_pragma=query_only(1)"
-	}
-	return p
-}
-
-// LimitAttached is SQLITE_LIMIT_ATTACHED, the sqlite3_limit category the
-// worker sets to 0.
-const LimitAttached = 7
-
-// Violation codes (SPEC section 3).
-const (
-	CodeReadOnly  = "READ_ONLY_VIOLATION"
-	CodePolicy    = "POLICY_VIOLATION"
-	CodeProtected = "PROTECTED_TABLE"
-)
-
-// Violation is a refusal: Code is CodeReadOnly, CodePolicy or CodeProtected,
-// Message says what was refused and which tool would allow it.
-type Violation struct {
-	Code    string
-	Message string
-}
-
-// Error returns "CODE: message", the text the agent sees.
-func (v *Violation) Error() string { return v.Code + ": " + v.Message }
-
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}
@@ -132,6 +101,22 @@ func IsServerIndex(name string) string {
 		}
 	}
 	return ""
+}
+
+// ValidViewName reports whether name has the shape create_view accepts:
+// ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
+// init would cost every worker start, and most workers never see a view.
+func ValidViewName(name string) bool {
+	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // IsServerObject reports whether the schema entry name (of table tbl, its
@@ -239,7 +224,7 @@ type Authorizer struct {
 	createView string
 
 	mu         sync.Mutex
-	violation  *Violation
+	violation  *errcode.Error
 	summary    Summary
 	selectSeen bool              // the statement is a SELECT (or runs one) before any PRAGMA
 	ddlSeen    bool              // an allowed DDL action came first, so SQLite's table upkeep follows
@@ -271,7 +256,7 @@ func (a *Authorizer) Reset() {
 }
 
 // Violation returns the first refusal since New or Reset, or nil.
-func (a *Authorizer) Violation() *Violation {
+func (a *Authorizer) Violation() *errcode.Error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.violation
@@ -305,7 +290,7 @@ func (a *Authorizer) InsertTargets() []string {
 func (a *Authorizer) Authorize(c Call) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var v *Violation
+	var v *errcode.Error
 	if c.Nested {
 		v = a.nested(c)
 	} else {
@@ -338,7 +323,7 @@ func (a *Authorizer) Authorize(c Call) int {
 // writes the virtual table, and that write is judged as the agent's.
 // Everything else is judged as usual, without touching the statement's own
 // state (summary, SELECT seen, insert targets).
-func (a *Authorizer) nested(c Call) *Violation {
+func (a *Authorizer) nested(c Call) *errcode.Error {
 	switch c.Action {
 	case ActionInsert, ActionUpdate, ActionDelete:
 		if v := a.database(c.Action, c.Arg1, c.DB); v != nil {
@@ -392,7 +377,7 @@ func hasShadowSuffix(name string) bool {
 	return false
 }
 
-func (a *Authorizer) decide(c Call) *Violation {
+func (a *Authorizer) decide(c Call) *errcode.Error {
 	action, arg1, arg2, dbName, trigger := c.Action, c.Arg1, c.Arg2, c.DB, c.Trigger
 	switch action {
 	case ActionSelect:
@@ -473,7 +458,7 @@ func (a *Authorizer) note(action int, arg1 string) {
 	}
 }
 
-func (a *Authorizer) write(action int, table, trigger string) *Violation {
+func (a *Authorizer) write(action int, table, trigger string) *errcode.Error {
 	switch {
 	case IsProtected(table):
 		return a.protected(table, trigger)
@@ -509,7 +494,7 @@ func (a *Authorizer) write(action int, table, trigger string) *Violation {
 }
 
 // ddl checks schema changes. arg1/arg2 follow SQLite's authorizer table.
-func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
+func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *errcode.Error {
 	object := arg1 // the table, view or virtual table concerned
 	switch action {
 	case ActionCreateIndex, ActionCreateTrigger, ActionDropIndex, ActionDropTrigger, ActionAlterTable:
@@ -570,7 +555,7 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *Violation {
 // (CREATE TABLE temp.x reports CREATE_TABLE in database "temp", not
 // CREATE_TEMP_TABLE) and anything attached. Schema upkeep of
 // sqlite_temp_master (ALTER TABLE rewrites it) stays allowed.
-func (a *Authorizer) database(action int, table, db string) *Violation {
+func (a *Authorizer) database(action int, table, db string) *errcode.Error {
 	switch {
 	case db == "" || SameName(db, "main"):
 		return nil
@@ -588,7 +573,7 @@ func (a *Authorizer) database(action int, table, db string) *Violation {
 // that value, even an empty one (PRAGMA journal_mode = ” leaves WAL,
 // PRAGMA user_version = ” stores 0), so only its value-less read is
 // allowed.
-func (a *Authorizer) pragma(name, value string, valueNull bool) *Violation {
+func (a *Authorizer) pragma(name, value string, valueNull bool) *errcode.Error {
 	n := FoldName(name)
 	if a.mode == Select && !a.selectSeen {
 		// Inside a SELECT, PRAGMAs come from pragma_* table-valued
@@ -623,7 +608,7 @@ func (a *Authorizer) pragma(name, value string, valueNull bool) *Violation {
 const selectOnlyText = "only SELECT or WITH ... SELECT statements are allowed"
 
 // require refuses what unless the mode is at least need.
-func (a *Authorizer) require(need Mode, what, trigger string) *Violation {
+func (a *Authorizer) require(need Mode, what, trigger string) *errcode.Error {
 	if a.mode >= need {
 		return nil
 	}
@@ -637,10 +622,10 @@ func (a *Authorizer) require(need Mode, what, trigger string) *Violation {
 	if need == Destructive {
 		use = "use destructive_query (it snapshots the database first)"
 	}
-	return &Violation{Code: CodeReadOnly, Message: fmt.Sprintf("%s is not allowed in %s; %s", what, a.mode.Tool(), use)}
+	return &errcode.Error{Code: errcode.ReadOnly, Message: fmt.Sprintf("%s is not allowed in %s; %s", what, a.mode.Tool(), use)}
 }
 
-func (a *Authorizer) protected(table, trigger string) *Violation {
+func (a *Authorizer) protected(table, trigger string) *errcode.Error {
 	name := FoldName(table)
 	msg := name + " is managed by the server and is append-only; it cannot be changed through SQL tools"
 	if name == "query_errors" {
@@ -659,20 +644,20 @@ func (a *Authorizer) protected(table, trigger string) *Violation {
 	if a.mode == Select {
 		return a.readOnly(msg)
 	}
-	return &Violation{Code: CodeProtected, Message: msg}
+	return &errcode.Error{Code: errcode.Protected, Message: msg}
 }
 
 // policy is a refusal in every mode. The read-only profile's error codes
 // have no POLICY_VIOLATION, so Select reports READ_ONLY_VIOLATION.
-func (a *Authorizer) policy(msg string) *Violation {
+func (a *Authorizer) policy(msg string) *errcode.Error {
 	if a.mode == Select {
 		return a.readOnly(msg)
 	}
-	return &Violation{Code: CodePolicy, Message: msg}
+	return &errcode.Error{Code: errcode.Policy, Message: msg}
 }
 
-func (a *Authorizer) readOnly(msg string) *Violation {
-	return &Violation{Code: CodeReadOnly, Message: msg}
+func (a *Authorizer) readOnly(msg string) *errcode.Error {
+	return &errcode.Error{Code: errcode.ReadOnly, Message: msg}
 }
 
 func (a *Authorizer) isShadow(table string) bool {

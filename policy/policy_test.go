@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Expected decisions, per mode: "ok", or a code shorthand optionally
@@ -343,7 +345,7 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-var codes = map[string]string{ro: CodeReadOnly, pv: CodePolicy, pt: CodeProtected}
+var codes = map[string]errcode.Code{ro: errcode.ReadOnly, pv: errcode.Policy, pt: errcode.Protected}
 
 // checkCase runs sql in mode and compares the outcome with want.
 func checkCase(t *testing.T, template string, m Mode, opts Options, sql, want, check string) {
@@ -489,7 +491,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	}
 	a.Authorize(Call{Action: ActionAttach, Arg1: "x.db"})
 	v := a.Violation()
-	if v == nil || v.Code != CodeReadOnly || !strings.Contains(v.Message, "DELETE (in trigger tr)") {
+	if v == nil || v.Code != errcode.ReadOnly || !strings.Contains(v.Message, "DELETE (in trigger tr)") {
 		t.Fatalf("first violation = %v, want the DELETE", v)
 	}
 	if s := a.Summary(); !s.Inserts || s.Deletes {
@@ -499,7 +501,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	if a.Violation() != nil || a.Summary() != (Summary{}) || len(a.InsertTargets()) != 0 {
 		t.Fatal("Reset kept state")
 	}
-	if got := a.Authorize(Call{Action: 99}); got != Deny || a.Violation().Code != CodePolicy {
+	if got := a.Authorize(Call{Action: 99}); got != Deny || a.Violation().Code != errcode.Policy {
 		t.Fatalf("unknown action = %d, %v", got, a.Violation())
 	}
 
@@ -508,7 +510,7 @@ func TestAuthorizeDirect(t *testing.T) {
 	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "user_version", Arg2Null: true}); got != OK {
 		t.Fatalf("PRAGMA user_version = %d, %v", got, p.Violation())
 	}
-	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "query_only"}); got != Deny || p.Violation().Code != CodePolicy ||
+	if got := p.Authorize(Call{Action: ActionPragma, Arg1: "query_only"}); got != Deny || p.Violation().Code != errcode.Policy ||
 		!strings.Contains(p.Violation().Message, "PRAGMA query_only = '' is not allowed in any tool") {
 		t.Fatalf("PRAGMA query_only = '' = %d, %v", got, p.Violation())
 	}
@@ -570,12 +572,12 @@ func TestAuthorizeDirect(t *testing.T) {
 
 	s := New(Select, Options{})
 	s.Authorize(Call{Action: ActionAttach})
-	if v := s.Violation(); v == nil || v.Code != CodeReadOnly {
+	if v := s.Violation(); v == nil || v.Code != errcode.ReadOnly {
 		t.Fatalf("Select mode policy refusal = %v, want READ_ONLY_VIOLATION", v)
 	}
 	s = New(Select, Options{})
 	s.Authorize(Call{Action: ActionInsert, Arg1: "memory_events", DB: "main", Arg2Null: true})
-	if v := s.Violation(); v == nil || v.Code != CodeReadOnly {
+	if v := s.Violation(); v == nil || v.Code != errcode.ReadOnly {
 		t.Fatalf("Select mode protected refusal = %v, want READ_ONLY_VIOLATION", v)
 	}
 }
@@ -620,9 +622,6 @@ func TestModes(t *testing.T) {
 	if s := Mode(9).String(); s != "Mode(9)" {
 		t.Errorf("Mode(9).String() = %q", s)
 	}
-	if !strings.Contains(DSNParams(Read), "query_only(1)") || strings.Contains(DSNParams(Write), "query_only") {
-		t.Errorf("DSNParams: read %q, write %q", DSNParams(Read), DSNParams(Write))
-	}
 }
 
 func TestIsProtected(t *testing.T) {
@@ -642,12 +641,12 @@ func TestIsProtected(t *testing.T) {
 }
 
 func TestViolationError(t *testing.T) {
-	var err error = &Violation{Code: CodePolicy, Message: "ATTACH is not allowed in any tool"}
+	var err error = &errcode.Error{Code: errcode.Policy, Message: "ATTACH is not allowed in any tool"}
 	if err.Error() != "POLICY_VIOLATION: ATTACH is not allowed in any tool" {
 		t.Fatalf("Error() = %q", err.Error())
 	}
-	var v *Violation
-	if !errors.As(err, &v) || v.Code != CodePolicy {
+	var v *errcode.Error
+	if !errors.As(err, &v) || v.Code != errcode.Policy {
 		t.Fatal("errors.As failed")
 	}
 }

@@ -145,3 +145,37 @@ func nestedPrepare(db uintptr) bool {
 	}
 	return loadPtr(p+offOuterParse) != 0
 }
+
+// ExpireStatements makes SQLite compile every statement prepared on c
+// again before its next step (with the authorizer, if any, asked again).
+// SQLite decides some things when it compiles that hooks installed later
+// change: a DELETE without WHERE compiled while no session recorded
+// clears the table without reporting its rows.
+func (c *Conn) ExpireStatements() error {
+	if !c.usable() {
+		return errClosed
+	}
+	authorizers.RLock()
+	fn := authorizers.m[c.db]
+	authorizers.RUnlock()
+	// Installing an authorizer expires the statements; SQLite offers no
+	// other way.
+	if fn != nil {
+		return c.check(sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, funcAddr(authTrampoline), c.db))
+	}
+	if err := c.check(sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, funcAddr(allowAll), 0)); err != nil {
+		return err
+	}
+	return c.check(sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, 0, 0))
+}
+
+func allowAll(*libc.TLS, uintptr, int32, uintptr, uintptr, uintptr, uintptr) int32 {
+	return sqlite3.SQLITE_OK
+}
+
+func (c *Conn) check(rc int32) error {
+	if rc == sqlite3.SQLITE_OK {
+		return nil
+	}
+	return c.errorFor(rc)
+}

@@ -17,8 +17,10 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
@@ -46,7 +48,10 @@ type Options struct {
 	// tables too, instead of the agent's objects only.
 	Everything bool
 	// DryRun prints what the restore would change and changes nothing.
-	DryRun      bool
+	DryRun bool
+	// Force applies an undo record over rows changed since it was taken
+	// (see undo.Options.Force).
+	Force       bool
 	Out         io.Writer // the plan and the outcome, for a person
 	Log         hclog.Logger
 	BusyTimeout time.Duration // 0: DefaultBusyTimeout
@@ -55,7 +60,8 @@ type Options struct {
 // Result is what a restore did.
 type Result struct {
 	Plan   *Plan
-	Safety string // the safety snapshot ("" when there was nothing to keep)
+	Undo   *undo.Result // set when the snapshot was an undo record
+	Safety string       // the safety snapshot ("" when there was nothing to keep)
 	Event  memory.Event
 }
 
@@ -134,6 +140,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Everything = true
 	}
 	switch {
+	case k == kindUndo && o.Everything:
+		if fresh {
+			return nil, fmt.Errorf("%s does not exist, and an undo record holds only what one statement changed; restore a full snapshot (<stem>.<time>Z.db) first", o.DB)
+		}
+		return nil, fmt.Errorf("%s is an undo record: it holds what one statement changed, not the whole file, so --everything cannot use it; leave --everything out, or pick a full snapshot (<stem>.<time>Z.db)", o.Snapshot)
+	case k == kindUndo:
+		src.Close()
+		return undoRecord(ctx, o)
 	case o.Everything:
 		return wholeFile(ctx, o, src, fresh)
 	case k == kindFull:
@@ -143,10 +157,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return nil, fmt.Errorf("restore of a %s is not supported", k)
 }
 
-// Snapshot kinds. A full copy is any SQLite database; undo records (SPEC
-// 5.6) will be told apart by their own tables and applied by their own
-// function beside agentObjects.
-const kindFull = "full snapshot"
+// Snapshot kinds. A full copy is any SQLite database; an undo record
+// (SPEC 5.6, package undo) is told apart by its own tables and applied by
+// undoRecord.
+const (
+	kindFull = "full snapshot"
+	kindUndo = "undo record"
+)
 
 // kindOf checks that the snapshot is a SQLite database with something in
 // it, and tells which kind of snapshot it is.
@@ -165,6 +182,9 @@ func kindOf(src *rawsqlite.Conn, path string) (string, error) {
 			return "", fmt.Errorf("%s is not a SQLite database; pick a file from the snapshot folder (<stem>.<time>Z.db)", path)
 		}
 		return "", fmt.Errorf("read the snapshot %s: %w", path, err)
+	}
+	if undo.IsRecord(path) {
+		return kindUndo, nil
 	}
 	return kindFull, nil
 }
@@ -430,7 +450,7 @@ func safetySnapshot(o Options) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), worker.PreRestoreTag)
+	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag)
 	if err != nil {
 		return "", fmt.Errorf("could not write the safety snapshot of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
@@ -440,7 +460,12 @@ func safetySnapshot(o Options) (string, error) {
 // record appends the restore event and its audit row inside tx.
 func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res *Result, started time.Time) (memory.Event, error) {
 	what := "restored the agent's objects from " + o.Snapshot + " (the memory log, checkpoints and audit log were kept)"
-	if res.Plan.Everything {
+	summary := res.Plan.summary()
+	switch {
+	case res.Undo != nil:
+		what = "applied the undo record " + o.Snapshot + " of: " + oneLine(res.Undo.Statement) + " (the memory log, checkpoints and audit log were kept)"
+		summary = undoSummary(res.Undo)
+	case res.Plan.Everything:
 		what = "restored the whole file from " + o.Snapshot + " (--everything)"
 	}
 	parts := []string{what}
@@ -450,7 +475,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	if res.Safety != "" {
 		parts = append(parts, "the state before is kept in "+res.Safety)
 	}
-	parts = append(parts, res.Plan.summary())
+	parts = append(parts, summary)
 	session := memory.NewSession(started)
 	ev, err := store.AppendTx(ctx, tx, session, EventKind, strings.Join(parts, "; "))
 	if err != nil {
@@ -460,7 +485,11 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 		"snapshot":   o.Snapshot,
 		"everything": res.Plan.Everything,
 		"event_id":   ev.ID,
-		"changes":    res.Plan.summary(),
+		"changes":    summary,
+	}
+	if res.Undo != nil {
+		detail["kind"] = "undo"
+		detail["force"] = o.Force
 	}
 	if o.Reason != "" {
 		detail["reason"] = o.Reason
@@ -551,7 +580,7 @@ func newestSnapshots(dir, stem string, n int) []string {
 	}
 	var names []string
 	for _, e := range entries {
-		if worker.IsSnapshotName(e.Name(), stem) {
+		if ipc.IsSnapshotName(e.Name(), stem) {
 			names = append(names, e.Name())
 		}
 	}

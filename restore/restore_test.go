@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
@@ -210,7 +211,7 @@ func TestRestoreAgentObjects(t *testing.T) {
 
 	// The safety snapshot is a snapshot by name and holds the state the
 	// restore replaced: restoring it brings that back.
-	if !worker.IsSnapshotName(filepath.Base(res.Safety), "memory") || !strings.HasSuffix(res.Safety, "Z.pre-restore.db") {
+	if !ipc.IsSnapshotName(filepath.Base(res.Safety), "memory") || !strings.HasSuffix(res.Safety, "Z.pre-restore.db") {
 		t.Fatalf("safety snapshot name %s", res.Safety)
 	}
 	if _, err := Run(ctx, Options{DB: db, Snapshot: res.Safety}); err != nil {

@@ -7,8 +7,9 @@
 // An [Allowance] names what a confined worker may touch: the database file
 // (read-write, or read-only in the readonly profile), its -wal, -shm and
 // -journal files, and the snapshot folder. The front encodes it into the
-// worker's environment ([Allowance.Env]), so that a standby worker confines
-// itself before its request arrives; [Enter] reads it back and applies it.
+// worker's environment ([Allowance.Env], part of ipc.WorkerEnv), so that a
+// standby worker confines itself before its request arrives; the worker's
+// main decodes it ([DecodeAllowance]) and [Enter] applies it.
 //
 // # Threads
 //

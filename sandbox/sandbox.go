@@ -59,6 +59,22 @@ func (a Allowance) Env() string {
 // EnvTempDir is the variable SQLite reads for its temporary folder.
 const EnvTempDir = "SQLITE_TMPDIR"
 
+// DecodeAllowance decodes the value of EnvAllowance: nothing for "", off
+// for Off, else the allowance.
+func DecodeAllowance(v string) (a *Allowance, off bool, err error) {
+	switch v {
+	case "":
+		return nil, false, nil
+	case Off:
+		return nil, true, nil
+	}
+	al, err := ParseAllowance(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return &al, false, nil
+}
+
 // ParseAllowance decodes the value of EnvAllowance.
 func ParseAllowance(s string) (Allowance, error) {
 	var a Allowance
@@ -147,27 +163,23 @@ type State struct {
 	Report Report
 }
 
-// Enter confines the process as its environment asks, before it reads its
-// request. It returns a zero State when the environment says nothing (the
+// Enter confines the process to a (what the front handed down as
+// EnvAllowance, decoded by the worker's main; off for --sandbox off) before
+// it reads its request. It returns a zero State when there is neither (the
 // standalone worker). On the re-exec path a successful call does not
 // return in the calling process: the re-executed one returns instead.
-func Enter(log hclog.Logger) (*State, error) {
+func Enter(a *Allowance, off bool, log hclog.Logger) (*State, error) {
 	if v, ok := os.LookupEnv(EnvConfined); ok {
-		return resume(v, log)
+		return resume(v, a, log)
 	}
-	v := os.Getenv(EnvAllowance)
-	switch v {
-	case "":
-		return &State{}, nil
-	case Off:
+	switch {
+	case off:
 		log.Debug("sandbox off: this worker runs without OS confinement")
 		return &State{Off: true}, nil
+	case a == nil:
+		return &State{}, nil
 	}
-	a, err := ParseAllowance(v)
-	if err != nil {
-		return nil, err
-	}
-	return Confine(a, Options{}, log)
+	return Confine(*a, Options{}, log)
 }
 
 // Confine applies a and logs what it did; see [Apply].
@@ -182,7 +194,7 @@ func Confine(a Allowance, opt Options, log hclog.Logger) (*State, error) {
 
 // resume is the re-executed process: it checks that the restriction really
 // holds before it trusts the marker.
-func resume(v string, log hclog.Logger) (*State, error) {
+func resume(v string, a *Allowance, log hclog.Logger) (*State, error) {
 	var rep Report
 	if err := json.Unmarshal([]byte(v), &rep); err != nil {
 		return nil, fmt.Errorf("sandbox: bad %s: %w", EnvConfined, err)
@@ -190,12 +202,11 @@ func resume(v string, log hclog.Logger) (*State, error) {
 	if err := verifyConfined(rep); err != nil {
 		return nil, err
 	}
-	a, err := ParseAllowance(os.Getenv(EnvAllowance))
-	if err != nil {
-		return nil, err
+	if a == nil {
+		return nil, fmt.Errorf("sandbox: %s is set without %s", EnvConfined, EnvAllowance)
 	}
 	logReport(log, rep)
-	return &State{Allowance: &a, Report: rep}, nil
+	return &State{Allowance: a, Report: rep}, nil
 }
 
 // logReport logs at debug: the front says once, at start, when Landlock is
@@ -227,18 +238,4 @@ func withoutVars(env []string, names ...string) []string {
 		}
 	}
 	return out
-}
-
-// WorkerEnv returns env made fit for a worker: any inherited sandbox
-// variables dropped (an inherited marker must not stand in for
-// confinement), then the allowance, or "off" when a is nil.
-func WorkerEnv(env []string, a *Allowance) []string {
-	env = withoutVars(env, EnvAllowance, EnvConfined)
-	if a == nil {
-		return append(env, EnvAllowance+"="+Off)
-	}
-	if a.TempDir != "" {
-		env = append(withoutVars(env, EnvTempDir), EnvTempDir+"="+a.TempDir)
-	}
-	return append(env, a.Env())
 }

@@ -33,7 +33,12 @@ type childResult struct {
 // child enters the sandbox from its environment, then reads every target
 // from several OS threads and prints what happened.
 func child(targets string) int {
-	st, err := Enter(hclog.NewNullLogger())
+	a, off, err := DecodeAllowance(os.Getenv(EnvAllowance))
+	if err != nil {
+		os.Stdout.WriteString(`{"error":` + quote(err.Error()) + "}\n")
+		return 1
+	}
+	st, err := Enter(a, off, hclog.NewNullLogger())
 	if err != nil {
 		os.Stdout.WriteString(`{"error":` + quote(err.Error()) + "}\n")
 		return 1

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -59,23 +58,10 @@ func TestPermits(t *testing.T) {
 	}
 }
 
-func TestWorkerEnv(t *testing.T) {
-	inherited := []string{"PATH=/bin", EnvConfined + `={"no_new_privs":true}`, EnvAllowance + "=stale", EnvTempDir + "=/elsewhere"}
-	off := WorkerEnv(inherited, nil)
-	if !slices.Equal(off, []string{"PATH=/bin", EnvTempDir + "=/elsewhere", EnvAllowance + "=" + Off}) {
-		t.Fatalf("off: %q", off)
-	}
-	a := Allowance{DB: "/d/m.db", TempDir: "/t"}
-	on := WorkerEnv(inherited, &a)
-	if !slices.Equal(on, []string{"PATH=/bin", EnvTempDir + "=/t", a.Env()}) {
-		t.Fatalf("on: %q", on)
-	}
-}
-
 func TestEnterWithoutEnvironment(t *testing.T) {
 	t.Setenv(EnvAllowance, "")
 	os.Unsetenv(EnvAllowance)
-	st, err := Enter(nil)
+	st, err := Enter(nil, false, nil)
 	if err != nil || st.Allowance != nil || st.Off {
 		t.Fatalf("Enter with no sandbox variables: %+v, %v", st, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Column is one column of a table or view, as pragma_table_info lists it.
@@ -206,7 +206,7 @@ func columnList(cols []Column) string {
 }
 
 func invalid(format string, a ...any) error {
-	return ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf(format, a...))
+	return errcode.New(errcode.InvalidArgument, fmt.Sprintf(format, a...))
 }
 
 // CheckWhere makes sure the where text stays inside the parentheses the

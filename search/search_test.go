@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 func TestSnippet(t *testing.T) {
@@ -151,7 +151,7 @@ func TestCompile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			re, err := Compile(tt.pattern, tt.ignoreCase, tt.fixed)
 			if tt.err != "" {
-				if err == nil || ipc.Code(err) != ipc.CodeInvalidArgument || !strings.Contains(err.Error(), tt.err) {
+				if err == nil || errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("got %v, want INVALID_ARGUMENT with %q", err, tt.err)
 				}
 				return
@@ -229,7 +229,7 @@ func TestResolveColumns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ResolveColumns(tt.obj, tt.req)
 			if tt.err {
-				if err == nil || ipc.Code(err) != ipc.CodeInvalidArgument || !strings.Contains(err.Error(), tt.want) {
+				if err == nil || errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("got %v, %v; want INVALID_ARGUMENT containing %q", got, err, tt.want)
 				}
 				return
@@ -276,7 +276,7 @@ func TestResolveKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ResolveKey(tt.obj, tt.key)
 			if tt.err {
-				if err == nil || ipc.Code(err) != ipc.CodeInvalidArgument || !strings.Contains(err.Error(), tt.want) {
+				if err == nil || errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("got %q, %v; want INVALID_ARGUMENT containing %q", got, err, tt.want)
 				}
 				return
@@ -310,10 +310,10 @@ func TestNewPlan(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewPlan(weird, []string{"nope"}, "", "", 1); ipc.Code(err) != ipc.CodeInvalidArgument {
+	if _, err := NewPlan(weird, []string{"nope"}, "", "", 1); errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("unknown column: %v", err)
 	}
-	if _, err := NewPlan(Object{Name: "v", View: true, Columns: []Column{{"a", ""}}}, nil, "", "", 1); ipc.Code(err) != ipc.CodeInvalidArgument {
+	if _, err := NewPlan(Object{Name: "v", View: true, Columns: []Column{{"a", ""}}}, nil, "", "", 1); errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("view without key: %v", err)
 	}
 }
@@ -353,7 +353,7 @@ func TestCheckWhere(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || ipc.Code(err) != ipc.CodeInvalidArgument || !strings.Contains(err.Error(), tt.err) {
+			if err == nil || errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("got %v, want INVALID_ARGUMENT with %q", err, tt.err)
 			}
 		})

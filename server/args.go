@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // args reads one call's arguments strictly: wrong types, empty required
@@ -18,7 +18,7 @@ type args struct {
 }
 
 func invalid(format string, a ...any) error {
-	return ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf(format, a...))
+	return errcode.New(errcode.InvalidArgument, fmt.Sprintf(format, a...))
 }
 
 // only refuses argument names the tool does not take, which are usually

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
 // Profiles.
@@ -33,6 +35,8 @@ type Config struct {
 	Snapshots        int
 	SnapshotDir      string
 	SnapshotTimeout  time.Duration
+	SnapshotMode     string
+	SnapshotFullMB   int
 	Confirm          string
 	ConfirmTimeout   time.Duration
 	WorkerMemoryMB   int
@@ -133,6 +137,15 @@ func options() []option {
 			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
 			return nil
 		}},
+		{flag: "snapshot-mode", env: []string{"MCP_SQLITE_SNAPSHOT_MODE"}, def: ipc.SnapshotAuto, help: "what destructive_query snapshots: auto (an undo record of the statement's changes above --snapshot-full-mb, else a full copy), full (always a copy of the database) or undo (always an undo record)", apply: func(c *Config, v string) error {
+			switch v = strings.TrimSpace(v); v {
+			case ipc.SnapshotAuto, ipc.SnapshotFull, ipc.SnapshotUndo:
+				c.SnapshotMode = v
+				return nil
+			}
+			return errors.New("must be auto, full or undo")
+		}},
+		intOption("snapshot-full-mb", "MCP_SQLITE_SNAPSHOT_FULL_MB", "64", "with --snapshot-mode auto, databases up to this many MiB get a full copy, larger ones an undo record", 0, 1<<22, func(c *Config, n int) { c.SnapshotFullMB = n }),
 		{flag: "confirm", env: []string{"MCP_SQLITE_CONFIRM"}, def: ConfirmDestructive, help: "ask the person (MCP elicitation) before: destructive (destructive_query), writes (also overwriting write_query statements and create_view replace=true), required (as destructive, and refuse destructive_query for clients that cannot ask), off", apply: func(c *Config, v string) error {
 			switch v = strings.ToLower(strings.TrimSpace(v)); v {
 			case ConfirmDestructive, ConfirmWrites, ConfirmRequired, ConfirmOff:

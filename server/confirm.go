@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -135,7 +136,7 @@ func (s *Server) confirmed(c *call, tool string, req *ipc.Request, reason, argsD
 	if !can {
 		if s.cfg.Confirm == ConfirmRequired && tool == "destructive_query" {
 			c.detail["confirm"] = map[string]any{"answer": "not asked: the client cannot ask the person"}
-			return outcome{}, ipc.NewError(ipc.CodePolicy, "this server is set to --confirm required: destructive_query runs only after the person allows it, and this MCP client cannot ask (it did not declare the elicitation capability). Nothing was changed. Use a client that supports elicitation forms (Claude Code, VS Code), or ask the person to restart the server with --confirm destructive to rely on the host's own permission prompt")
+			return outcome{}, errcode.New(errcode.Policy, "this server is set to --confirm required: destructive_query runs only after the person allows it, and this MCP client cannot ask (it did not declare the elicitation capability). Nothing was changed. Use a client that supports elicitation forms (Claude Code, VS Code), or ask the person to restart the server with --confirm destructive to rely on the host's own permission prompt")
 		}
 		s.cantAskOnce.Do(func() {
 			s.log.Warn("this MCP client cannot ask the person (no elicitation capability): destructive statements run without the server's confirmation; the host's own permission prompt is the lock", "confirm", s.cfg.Confirm)
@@ -239,7 +240,7 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 		if answer == answerTimeout {
 			msg += fmt.Sprintf(" (no answer within %s)", roundSeconds(s.cfg.ConfirmTimeout))
 		}
-		return outcome{}, ipc.NewError(ipc.CodeDeclined, msg)
+		return outcome{}, errcode.New(errcode.Declined, msg)
 	}
 	resp, err := s.run(c, req)
 	if err != nil {
@@ -264,7 +265,7 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 func (s *Server) askLater(c *call, conf confirmation) (outcome, error) {
 	token, err := newToken()
 	if err != nil {
-		return outcome{}, ipc.NewError(ipc.CodeWorkerFailed, "could not ask the person: "+err.Error())
+		return outcome{}, errcode.New(errcode.WorkerFailed, "could not ask the person: "+err.Error())
 	}
 	start := time.Now()
 	query := c.query
@@ -286,7 +287,7 @@ func (s *Server) askLater(c *call, conf confirmation) (outcome, error) {
 	s.confirms.pending[token] = pc
 	pc.timer = time.AfterFunc(s.cfg.ConfirmTimeout, func() {
 		if s.confirms.take(token) != nil {
-			pc.expire(ipc.NewError(ipc.CodeDeclined, declinedMessage+" (no answer within "+roundSeconds(s.cfg.ConfirmTimeout)+")"))
+			pc.expire(errcode.New(errcode.Declined, declinedMessage+" (no answer within "+roundSeconds(s.cfg.ConfirmTimeout)+")"))
 		}
 	})
 	s.confirms.mu.Unlock()
@@ -306,12 +307,12 @@ func (s *Server) answered(c *call, tool string, req *ipc.Request, argsDigest str
 	pc := s.confirms.take(c.roundTrip.RequestState)
 	if pc == nil {
 		c.detail["confirm"] = map[string]any{"answer": answerExpired}
-		return outcome{}, ipc.NewError(ipc.CodeDeclined, declinedMessage+" (the question was unknown or had expired; call again to be asked again)")
+		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the question was unknown or had expired; call again to be asked again)")
 	}
 	pc.timer.Stop()
 	if pc.tool != tool || pc.digest != argsDigest {
 		c.detail["confirm"] = map[string]any{"answer": answerMismatch}
-		return outcome{}, ipc.NewError(ipc.CodeDeclined, declinedMessage+" (the answer was given for another statement; call again to be asked again)")
+		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the answer was given for another statement; call again to be asked again)")
 	}
 	answer := answerCancel
 	if res := mcpserver.ElicitationResponse(c.roundTrip.InputResponses, elicitationKey); res != nil {
@@ -337,7 +338,7 @@ func (p *pendingConfirms) closeAll() {
 	p.mu.Unlock()
 	for _, pc := range all {
 		pc.timer.Stop()
-		pc.expire(ipc.NewError(ipc.CodeCancelled, reasonShutdown))
+		pc.expire(errcode.New(errcode.Cancelled, reasonShutdown))
 	}
 }
 
@@ -398,6 +399,8 @@ func confirmMessage(tool string, req *ipc.Request, reason string, p *ipc.Preview
 	switch {
 	case req.Snapshot == nil:
 		b.WriteString(" No snapshot is taken.")
+	case p != nil && p.Snapshot != nil && p.Snapshot.Kind == ipc.SnapshotUndo:
+		fmt.Fprintf(&b, " An undo record of the rows and objects it changes is taken first (the database is %s).", sizeText(p.Snapshot.Bytes))
 	case p != nil && p.Snapshot != nil:
 		fmt.Fprintf(&b, " A %s snapshot is taken first.", sizeText(p.Snapshot.Bytes))
 	default:

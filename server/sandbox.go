@@ -5,21 +5,26 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
-// workerEnv is the environment every worker starts with. The sandbox
-// allowance travels here, so that a standby worker confines itself before
-// its request arrives; workers refuse requests outside it.
-func (s *Server) workerEnv() []string {
-	env := os.Environ()
+// workerEnv is what every worker is told before its request: the
+// database to open ahead, the log level, and the sandbox allowance, so that
+// a standby worker confines itself before its request arrives; workers
+// refuse requests outside it.
+func (s *Server) workerEnv() ipc.WorkerEnv {
+	w := ipc.WorkerEnv{Preopen: s.dbPath, PreopenReadOnly: s.cfg.Profile == ProfileReadonly}
 	if s.cfg.Verbose {
-		env = append(env, "MCP_SQLITE_WORKER_LOG_LEVEL=debug")
+		w.LogLevel = "debug"
 	}
 	if !s.cfg.Sandbox {
-		return sandbox.WorkerEnv(env, nil)
+		w.SandboxOff = true
+		return w
 	}
-	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly}
+	// The front confines the workers it starts while its own connection
+	// holds SQLite's locks: it reads the header through the hold (takeHold).
+	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly, Header: s.hold}
 	if !a.ReadOnly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
 		if dir, err := filepath.Abs(s.cfg.SnapshotDir); err == nil {
 			a.SnapshotDir = dir
@@ -42,7 +47,8 @@ func (s *Server) workerEnv() []string {
 	} else {
 		s.log.Debug("workers confine themselves with Landlock", "abi", abi, "db", a.DB, "snapshot_dir", a.SnapshotDir, "temp_dir", a.TempDir, "read_only", a.ReadOnly)
 	}
-	return sandbox.WorkerEnv(env, &a)
+	w.Sandbox = &a
+	return w
 }
 
 // removeDir removes the workers' temporary folder when the server closes.

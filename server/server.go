@@ -18,11 +18,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // Instructions are sent to the agent when it connects.
@@ -164,11 +164,10 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	env := append(s.workerEnv(), worker.EnvPreopen+"="+worker.PreopenValue(abs, cfg.Profile == ProfileReadonly))
 	s.spawner, err = ipc.NewSpawner(ipc.Config{
-		Path: workerPath, Args: workerArgs, Env: env,
+		Path: workerPath, Args: workerArgs, Worker: s.workerEnv(),
 		MaxWorkers: cfg.MaxWorkers, Standby: cfg.StandbyWorkers,
-		MemoryMB: cfg.WorkerMemoryMB, DBHeader: s.hold, Log: log,
+		MemoryMB: cfg.WorkerMemoryMB, Log: log,
 	})
 	if err != nil {
 		s.Close()
@@ -328,7 +327,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		c := &call{detail: map[string]any{}}
 		stdio := mcpstdio.CallFrom(reqCtx)
 		if !s.enter() {
-			s.audit(tool, start, c, ipc.NewError(ipc.CodeCancelled, reasonShutdown))
+			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reasonShutdown))
 			return noResponse(stdio, reasonShutdown), nil
 		}
 		defer s.inflight.Done()
@@ -348,7 +347,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			if s.shutdown.Err() != nil {
 				reason = reasonShutdown
 			}
-			s.audit(tool, start, c, ipc.NewError(ipc.CodeCancelled, reason))
+			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reason))
 			return noResponse(stdio, reason), nil
 		}
 		s.audit(tool, start, c, err)
@@ -364,7 +363,7 @@ func (s *Server) invoke(tool string, fn toolFunc, c *call, a args) (out outcome,
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("tool handler panic", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
+			err = errcode.New(errcode.WorkerFailed, "internal error in the server; the call did not complete")
 		}
 	}()
 	return fn(c.ctx, c, a)
@@ -372,13 +371,13 @@ func (s *Server) invoke(tool string, fn toolFunc, c *call, a args) (out outcome,
 
 func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool bool) *mcp.CallToolResult {
 	if err != nil {
-		var e *ipc.Error
+		var e *errcode.Error
 		if !errors.As(err, &e) {
 			s.log.Error("uncoded error", "error", err)
-			e = ipc.NewError(ipc.CodeWorkerFailed, "internal error in the server; the call did not complete")
+			e = errcode.New(errcode.WorkerFailed, "internal error in the server; the call did not complete")
 		}
 		if jsonTool {
-			b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+			b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": string(e.Code), "message": e.Message}})
 			return mcp.NewToolResultError(string(b))
 		}
 		return mcp.NewToolResultError(e.Error())
@@ -404,7 +403,7 @@ func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 	}
 	if err != nil {
 		e.Error = err.Error()
-		var ce *ipc.Error
+		var ce *errcode.Error
 		if errors.As(err, &ce) {
 			e.Error = ce.Error()
 		}

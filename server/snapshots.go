@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // partialName is a fresh name for a snapshot being written:
@@ -40,7 +39,7 @@ func (s *Server) removeSnapshotLeftovers() {
 	if s.cfg.SnapshotDir == "" {
 		return
 	}
-	for _, p := range worker.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
+	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("could not remove what a stopped snapshot left", "file", p, "error", err)
 			continue

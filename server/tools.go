@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // Argument bounds that do not come from the configuration.
@@ -104,7 +104,7 @@ func (s *Server) registerMemory() {
 	// Not idempotent: every call takes a new snapshot, and a repeated
 	// statement may remove or change more.
 	s.mcp.AddTool(newTool("destructive_query", "Destructive query (snapshot first)", hints{destructive: true},
-		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then the whole database is snapshotted, then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."+s.asksText("destructive_query")),
+		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then snapshotted (a copy of the database, or for a large one an undo record of exactly what the statement changes), then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."+s.asksText("destructive_query")),
 		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one destructive SQL statement")),
 		mcp.WithString("reason", mcp.Required(), mcp.MinLength(1), mcp.Description("why this change is needed (kept in the audit log)")),
 	), s.handle("destructive_query", false, s.destructiveQuery))
@@ -244,7 +244,8 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	c.detail["reason"] = reason
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots,
+		Mode: s.cfg.SnapshotMode, FullMB: s.cfg.SnapshotFullMB, Reason: reason}
 	return s.confirmed(c, "destructive_query", req, reason, argsDigest("destructive_query", q, reason), true)
 }
 
@@ -302,7 +303,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	if !worker.ValidViewName(name) {
+	if !policy.ValidViewName(name) {
 		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
 	}
 	sel, err := a.str("select_sql", true, "")
@@ -427,11 +428,10 @@ func memoryError(err error) error {
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "locked") || strings.Contains(msg, "busy") {
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, "the database is busy; retry the call")
+	if errors.Is(err, memory.ErrBusy) {
+		return errcode.New(errcode.DatabaseUnavailable, "the database is busy; retry the call")
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the memory tables could not be read or written: "+msg)
+	return errcode.New(errcode.DatabaseUnavailable, "the memory tables could not be read or written: "+err.Error())
 }
 
 func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error) {

@@ -42,7 +42,7 @@ func BenchmarkCSVExport100k(b *testing.B) {
 	if err != nil {
 		b.Skip("sqlite3 CLI not installed (.ci/run installs it)")
 	}
-	db := filepath.Join(b.TempDir(), "export.db")
+	db := filepath.Join(testDir(b), "export.db")
 	s := start(b, db, exportFlags...)
 	s.ok("write_query", q("CREATE TABLE wide (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
 	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) INSERT INTO wide SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note, with \"quotes\" ' || x END FROM c"))
@@ -148,7 +148,7 @@ func BenchmarkFrontMemory(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads /proc")
 	}
-	db := filepath.Join(b.TempDir(), "mem.db")
+	db := filepath.Join(testDir(b), "mem.db")
 	s := start(b, db)
 	pid := serverOf(serverBin, db)
 	if pid == 0 {
@@ -172,7 +172,7 @@ func BenchmarkFrontMemory(b *testing.B) {
 // BenchmarkRunawayStop reports how long past --query-timeout a runaway
 // statement takes to be answered, and that the next call is served.
 func BenchmarkRunawayStop(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "runaway.db")
+	db := filepath.Join(testDir(b), "runaway.db")
 	s := start(b, db, "--query-timeout", "1")
 	for _, tc := range []struct{ name, sql string }{
 		{"recursive-cte", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"},

@@ -13,7 +13,7 @@ import (
 
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	keep := filepath.Join(t.TempDir(), "demo")
+	keep := filepath.Join(testDir(t), "demo")
 	out, err := exec.Command(serverBin, "demo", "--keep", keep).CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
@@ -142,7 +142,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			cmd := exec.Command(serverBin, tt.args...)
-			cmd.Dir = t.TempDir()
+			cmd.Dir = testDir(t)
 			cmd.Env = append(os.Environ(), "MCP_SQLITE_DB=", "DATABASE_PATH=")
 			out, err := cmd.CombinedOutput()
 			if exitCode(err) != tt.code || !strings.Contains(string(out), tt.want) {
@@ -154,7 +154,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestRestore(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
 	s.ok("write_query", q("CREATE TABLE t (a)"))

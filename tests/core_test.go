@@ -3,7 +3,6 @@ package tests
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,7 +154,7 @@ func TestArgumentErrors(t *testing.T) {
 // appeared next to the database.
 func TestRefusals(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
 	s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)"))
@@ -272,7 +271,7 @@ func TestRefusals(t *testing.T) {
 
 func TestUpdateGuardAndDestructive(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db, "--max-update-rows", "5", "--snapshots", "2")
 	s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)"))
@@ -381,9 +380,6 @@ func TestMemoryBomb(t *testing.T) {
 // of a large write: the database stays intact and holds no partial rows.
 func TestKilledWriteLeavesNoTrace(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("finds the worker through /proc")
-	}
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
 	s.ok("write_query", q("CREATE TABLE big (id INTEGER PRIMARY KEY, pad TEXT)"))

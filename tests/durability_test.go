@@ -26,7 +26,7 @@ import (
 func TestAcknowledgedWritesAreSynced(t *testing.T) {
 	t.Parallel()
 	strace := straceOrSkip(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	trace := filepath.Join(dir, "trace.txt")
 	s, logs := startCommand(t, db, strace, append(slices.Clone(straceArgs), "-o", trace, serverBin, "--db", db)...)

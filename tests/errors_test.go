@@ -14,7 +14,7 @@ import (
 // or do instead, and the exit status.
 func TestErrorsNameTheNextStep(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testDir(t)
 	folder := filepath.Join(dir, "folder")
 	file := filepath.Join(dir, "afile")
 	junk := filepath.Join(dir, "junk.txt")
@@ -108,7 +108,7 @@ func TestDBPathWarnings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
+			dir := testDir(t)
 			// The host closes stdin at once: the server starts, then ends.
 			cmd := exec.Command(serverBin, "--db", tc.db)
 			cmd.Dir = dir

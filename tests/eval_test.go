@@ -97,7 +97,7 @@ func TestEvalCommandScripted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, serverBin, "eval", "--scripted")
-	cmd.Dir, cmd.Env = t.TempDir(), cleanEnv()
+	cmd.Dir, cmd.Env = testDir(t), cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -132,7 +132,7 @@ func TestEvalCommandUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), serverBin, append([]string{"eval"}, tt.args...)...)
-			cmd.Dir, cmd.Env = t.TempDir(), append(cleanEnv(), tt.env...)
+			cmd.Dir, cmd.Env = testDir(t), append(cleanEnv(), tt.env...)
 			cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL=http://127.0.0.1:1") // never the real API
 			if tt.env == nil {
 				cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY=")
@@ -198,7 +198,7 @@ func TestEvalCommandModel(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, serverBin, "eval", "--model", "fake-model", "--max-steps", "3", "--task", task)
-		cmd.Dir = t.TempDir()
+		cmd.Dir = testDir(t)
 		cmd.Env = append(cleanEnv(), "ANTHROPIC_API_KEY="+key, "ANTHROPIC_BASE_URL="+srv.URL)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -41,9 +41,6 @@ import (
 // integrity_check must pass after every failed call.
 func TestFaultWorkerKilledDuringWrites(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	writes := 200
 	if testing.Short() {
 		writes = 50
@@ -153,9 +150,10 @@ type ownServer struct {
 func startOwn(t *testing.T, db string, flags ...string) *ownServer {
 	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
+	serverStarted(db, cmd)
 	// A SIGKILLed front cannot remove its workers' temp folder; keep it in
 	// the test's own.
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+testDir(t))
 	cmd.Stderr = io.Discard
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -443,7 +441,7 @@ func TestSandboxDenial(t *testing.T) {
 		t.Skip(err)
 	}
 	bins := probeBinaries(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	s := start(t, db)
 	env := workerEnvOf(t, s)
@@ -468,7 +466,7 @@ func TestSandboxDenial(t *testing.T) {
 		}
 	}()
 	neighbour := filepath.Join(dir, "notes.txt")
-	outside := t.TempDir()
+	outside := testDir(t)
 	secret := filepath.Join(outside, "secret.txt")
 	for _, p := range []string{neighbour, secret} {
 		if err := os.WriteFile(p, []byte("private"), 0o600); err != nil {
@@ -540,7 +538,7 @@ func TestSandboxRefusesOtherDatabase(t *testing.T) {
 	db := newDB(t)
 	s := start(t, db)
 	env := workerEnvOf(t, s)
-	other := filepath.Join(t.TempDir(), "other.db")
+	other := filepath.Join(testDir(t), "other.db")
 	start(t, other).ok("write_query", q("CREATE TABLE t (x)"))
 	req := fmt.Sprintf(`{"v":1,"op":"get_schema","db":%q,"caps":{"max_rows":10,"max_result_bytes":1000,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":true}}`, other)
 	cmd := exec.Command(serverBin, "worker")

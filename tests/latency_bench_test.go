@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // The latency benchmarks measure what a user of an MCP host sees, through
@@ -52,7 +51,7 @@ const (
 // the previous one took the last standby). Interleaving the kinds gives
 // them the same machine load. A round takes about 0.8 s.
 func BenchmarkCallLatency(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "latency.db")
+	db := filepath.Join(testDir(b), "latency.db")
 	s := start(b, db, "--max-result-bytes", "1048576")
 	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
 	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note ' || x END FROM c"))
@@ -134,7 +133,11 @@ func percentile(d []time.Duration, p float64) float64 {
 // emptyProgram builds a Go program whose main does nothing: the floor of
 // starting any Go process on this machine.
 func emptyProgram(b *testing.B) string {
-	dir := b.TempDir()
+	if prebuilt := os.Getenv(prebuiltEnv); prebuilt != "" {
+		// Built beside the pair (.ci/windows.sh), for a machine without Go.
+		return filepath.Join(prebuilt, "empty"+filepath.Ext(serverBin))
+	}
+	dir := testDir(b)
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -169,15 +172,22 @@ func emptyProgram(b *testing.B) string {
 // the lean worker maps the dynamic loader and libc at every start; the
 // "static" variants are the same code built with CGO_ENABLED=0.
 func BenchmarkWorkerSpawn(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "spawn.db")
+	db := filepath.Join(testDir(b), "spawn.db")
 	start(b, db).ok("verify_chain", nil)
 	sandboxEnv := sandbox.Allowance{DB: db}.Env()
-	static := b.TempDir()
-	for bin, pkg := range map[string]string{"server": "../cmd/mcp-sqlite-memory", "worker": "../cmd/mcp-sqlite-memory-worker"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(static, bin), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("static build: %v\n%s", err, out)
+	static := testDir(b)
+	staticWorker, staticServer := filepath.Join(static, "worker"), filepath.Join(static, "server")
+	if os.Getenv(prebuiltEnv) != "" {
+		// Prebuilt binaries are cross-compiled, and so already built
+		// without cgo: the static variants are the pair itself.
+		staticWorker, staticServer = workerBin, serverBin
+	} else {
+		for bin, pkg := range map[string]string{staticServer: "../cmd/mcp-sqlite-memory", staticWorker: "../cmd/mcp-sqlite-memory-worker"} {
+			cmd := exec.Command("go", "build", "-o", bin, pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("static build: %v\n%s", err, out)
+			}
 		}
 	}
 	type variant struct {
@@ -195,13 +205,13 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 		{name: "worker", bin: workerBin},
 		{name: "worker-sandbox", bin: workerBin, env: []string{sandboxEnv}},
 		{name: "worker-launched", bin: workerBin, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
-		{name: "worker-static-sandbox", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}},
+		{name: "worker-static-sandbox", bin: staticWorker, env: []string{sandboxEnv}},
 		// The lean worker built with CGO_ENABLED=0, started as the server
 		// starts it: no dynamic loader, no libc to map.
-		{name: "worker-static-launched", bin: filepath.Join(static, "worker"), env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
+		{name: "worker-static-launched", bin: staticWorker, env: []string{sandboxEnv}, launched: runtime.GOOS == "linux"},
 		{name: "server", bin: serverBin, args: []string{"worker"}},
 		{name: "server-sandbox", bin: serverBin, args: []string{"worker"}, env: []string{sandboxEnv}},
-		{name: "server-static-sandbox", bin: filepath.Join(static, "server"), args: []string{"worker"}, env: []string{sandboxEnv}},
+		{name: "server-static-sandbox", bin: staticServer, args: []string{"worker"}, env: []string{sandboxEnv}},
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -247,13 +257,14 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 // the whole answer of a primary-key SELECT. What is left here is only what
 // depends on the request.
 func BenchmarkStandbyAnswer(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "standby.db")
+	db := filepath.Join(testDir(b), "standby.db")
 	s := start(b, db)
 	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
 	s.ok("write_query", q("INSERT INTO items VALUES (1, 'one', 1.5, 3, 'a note')"))
-	env := append(os.Environ(), sandbox.Allowance{DB: db}.Env(), worker.EnvPreopen+"="+worker.PreopenValue(db, false))
-	env = append(env, ipc.StandbyEnv(256)...)
-	env = append(env, ipc.EnvWarm+"=1")
+	env := ipc.WorkerEnv{
+		Sandbox: &sandbox.Allowance{DB: db}, Preopen: db,
+		Ready: true, FrontPID: os.Getpid(), MemoryMB: 256, Warm: true,
+	}.Env(os.Environ())
 	req := fmt.Sprintf(`{"v":%d,"op":"query","db":%q,"mode":"read","sql":"SELECT id, name, price, qty, note FROM items WHERE id = 1",`+
 		`"caps":{"max_rows":1000,"max_result_bytes":32768,"max_cell_chars":2000,"max_update_rows":500},`+
 		`"limits":{"timeout_ms":10000,"memory_mb":256,"max_growth_mb":512,"sandbox":true}}`, ipc.Version, db)

@@ -98,7 +98,7 @@ func startReplicated(t *testing.T, bin, db, config string, flags ...string) *rep
 	t.Helper()
 	args := append([]string{"--db", db, "--replicate", config, "--litestream", bin}, flags...)
 	cmd := exec.Command(serverBin, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+testDir(t))
 	// The stderr pipe is the test's own, so that Wait returns when the
 	// server exits, not when the last process sharing its stderr does.
 	errRead, errWrite, err := os.Pipe()
@@ -302,7 +302,7 @@ func verifyDB(t *testing.T, db string) verification {
 // rather than slept.
 func waitReplicaHead(t *testing.T, bin, replica string, want int) {
 	t.Helper()
-	scratch := t.TempDir()
+	scratch := testDir(t)
 	deadline := time.Now().Add(replicaWait)
 	for i := 0; ; i++ {
 		out := filepath.Join(scratch, fmt.Sprintf("probe%d.db", i))
@@ -356,7 +356,7 @@ func samePrefix(t *testing.T, what string, got, want []chainEvent) {
 func TestLitestreamCrashRestore(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "laptop", "memory.db")
 	replica := filepath.Join(dir, "replica")
 	config := writeLitestreamConfig(t, dir, db, replica, true)
@@ -381,7 +381,7 @@ func TestLitestreamCrashRestore(t *testing.T) {
 		t.Fatalf("the source has %d events, want %d", len(written), synced+late)
 	}
 
-	restored := filepath.Join(t.TempDir(), "memory.db")
+	restored := filepath.Join(testDir(t), "memory.db")
 	restoreLatest(t, bin, replica, restored)
 	v := verifyDB(t, restored)
 	got := readChain(t, restored)
@@ -417,7 +417,7 @@ func TestLitestreamCrashRestore(t *testing.T) {
 func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	root := t.TempDir()
+	root := testDir(t)
 	replica := filepath.Join(root, "replica")
 
 	dirA := filepath.Join(root, "machine-a")
@@ -441,7 +441,7 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	// restores with it, as the README does; the folder does not exist yet.
 	dirB := filepath.Join(root, "machine-b")
 	dbB := filepath.Join(dirB, "data", "memory.db")
-	configB := writeLitestreamConfig(t, t.TempDir(), dbB, replica, true)
+	configB := writeLitestreamConfig(t, testDir(t), dbB, replica, true)
 	// Started before the restore, the server refuses: its fresh file would
 	// become the replica's newest state. It creates nothing.
 	txid := maxTXID(t, bin, replica)
@@ -459,7 +459,7 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 	if out, err := exec.Command(serverBin, "call", "--db", other, "append_event", `{"content":"machine D's own memory"}`).CombinedOutput(); err != nil {
 		t.Fatalf("call: %v\n%s", err, out)
 	}
-	otherCfg := writeLitestreamConfig(t, t.TempDir(), other, replica, true)
+	otherCfg := writeLitestreamConfig(t, testDir(t), other, replica, true)
 	if out, err := exec.Command(serverBin, "call", "--db", other, "--replicate", otherCfg, "--litestream", bin, "verify_chain").CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "already holds a database") {
 		t.Fatalf("another memory against a replica that holds one: exit %d:\n%s", exitCode(err), out)
 	}
@@ -512,7 +512,7 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	replica := filepath.Join(dir, "replica")
 	config := writeLitestreamConfig(t, dir, db, replica, true)
@@ -542,7 +542,7 @@ func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 		t.Fatalf("after the restore the chain should continue from event 3: %+v", after)
 	}
 
-	latest := filepath.Join(t.TempDir(), "latest.db")
+	latest := filepath.Join(testDir(t), "latest.db")
 	restoreLatest(t, bin, replica, latest)
 	verifyDB(t, latest)
 	if got := readChain(t, latest); len(got) != len(after) {
@@ -554,7 +554,7 @@ func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 		t.Fatalf("latest replica state: %d notes, want 3 (the snapshot's)", n)
 	}
 
-	old := filepath.Join(t.TempDir(), "before-restore.db")
+	old := filepath.Join(testDir(t), "before-restore.db")
 	restoreLatest(t, bin, replica, old, "-txid", beforeTXID)
 	verifyDB(t, old)
 	if got := readChain(t, old); len(got) != len(before) {
@@ -611,7 +611,7 @@ func countRows(t *testing.T, db, table string) int {
 func TestLitestreamOutlivesKilledServer(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	replica := filepath.Join(dir, "replica")
 	config := writeLitestreamConfig(t, dir, db, replica, true)
@@ -656,7 +656,7 @@ func TestLitestreamOutlivesKilledServer(t *testing.T) {
 	// interval: its clean stop synced everything. Check the replica before
 	// the snapshot restore below rewrites the source.
 	waitUnlocked(t, db)
-	restored := filepath.Join(t.TempDir(), "memory.db")
+	restored := filepath.Join(testDir(t), "memory.db")
 	restoreLatest(t, bin, replica, restored)
 	if v := verifyDB(t, restored); v.Events != 12 {
 		t.Fatalf("restored after the killed server's Litestream stopped: %+v, want 12 events", v)
@@ -704,7 +704,7 @@ func waitUnlocked(t *testing.T, db string) {
 func TestLitestreamTwoServersOneReplicator(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
 	replica := filepath.Join(dir, "replica")
 	config := writeLitestreamConfig(t, dir, db, replica, true)
@@ -723,7 +723,7 @@ func TestLitestreamTwoServersOneReplicator(t *testing.T) {
 		t.Fatalf("want one Litestream at a time, started twice in all:\nA:\n%s\nB:\n%s", a.stderr, b.stderr)
 	}
 
-	restored := filepath.Join(t.TempDir(), "memory.db")
+	restored := filepath.Join(testDir(t), "memory.db")
 	restoreLatest(t, bin, replica, restored)
 	if v := verifyDB(t, restored); v.Events != 8 {
 		t.Fatalf("restored: %+v, want 8 events", v)
@@ -737,7 +737,7 @@ func TestLitestreamTwoServersOneReplicator(t *testing.T) {
 func TestLitestreamReadonlyAuditDB(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	shopDir := filepath.Join(dir, "data")
 	shop := filepath.Join(shopDir, "shop.db")
 	if err := os.MkdirAll(shopDir, 0o755); err != nil {
@@ -757,7 +757,7 @@ func TestLitestreamReadonlyAuditDB(t *testing.T) {
 	srv.call("query_database", map[string]any{"sql": "DELETE FROM customers"}) // refused, and audited
 	srv.stop()
 
-	restored := filepath.Join(t.TempDir(), "audit.db")
+	restored := filepath.Join(testDir(t), "audit.db")
 	restoreLatest(t, bin, replica, restored)
 	all, failed := auditRows(t, restored)
 	if all != 3 || failed != 1 {
@@ -774,14 +774,14 @@ func TestLitestreamReadonlyAuditDB(t *testing.T) {
 func TestReplicateConfigErrors(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	db := filepath.Join(dir, "memory.db")
-	other := writeLitestreamConfig(t, t.TempDir(), filepath.Join(dir, "other.db"), filepath.Join(dir, "r"), true)
+	other := writeLitestreamConfig(t, testDir(t), filepath.Join(dir, "other.db"), filepath.Join(dir, "r"), true)
 	shop := filepath.Join(dir, "shop.db")
 	if out, err := exec.Command(serverBin, "sample-db", shop).CombinedOutput(); err != nil {
 		t.Fatalf("sample-db: %v\n%s", err, out)
 	}
-	shopConfig := writeLitestreamConfig(t, t.TempDir(), shop, filepath.Join(dir, "r2"), true)
+	shopConfig := writeLitestreamConfig(t, testDir(t), shop, filepath.Join(dir, "r2"), true)
 	audit := filepath.Join(dir, "audit.db")
 	both := filepath.Join(dir, "both.yml")
 	bothYAML := fmt.Sprintf("dbs:\n  - path: %q\n    replica:\n      url: %q\n  - path: %q\n    replica:\n      url: %q\n",

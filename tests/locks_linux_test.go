@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -115,13 +114,3 @@ func closeOnExec(pid int, fd string) bool {
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
-
-// alive reports whether pid is a live process (not gone, not a zombie).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
-}

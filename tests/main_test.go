@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	_ "modernc.org/sqlite"
 )
@@ -66,17 +65,19 @@ func TestMain(m *testing.M) {
 		serverFlags = append(serverFlags, "-race")
 		os.Setenv("GORACE", "log_path="+raceLogs+" exitcode=0")
 	}
-	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
-		args := []string{"build", "-o", bin}
-		if bin == serverBin {
-			args = append(args, serverFlags...)
+	if prebuilt := os.Getenv(prebuiltEnv); prebuilt != "" {
+		// A machine without Go (Windows under Wine, a native Windows CI
+		// job) runs the suite against the pair built elsewhere: copied, so
+		// that they sit side by side as go install leaves them.
+		for bin, name := range map[string]string{serverBin: "mcp-sqlite-memory" + exe, workerBin: "mcp-sqlite-memory-worker" + exe} {
+			if err := copyFile(filepath.Join(prebuilt, name), bin); err != nil {
+				fmt.Fprintf(os.Stderr, "%s=%s: %v\n", prebuiltEnv, prebuilt, err)
+				os.RemoveAll(dir)
+				os.Exit(1)
+			}
 		}
-		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	} else {
+		buildBinaries(dir, serverFlags)
 	}
 	if err := copyFile(serverBin, aloneServerBin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,6 +91,29 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// buildBinaries builds the server (with flags) and its lean worker into
+// serverBin and workerBin, as go install builds them.
+func buildBinaries(dir string, serverFlags []string) {
+	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
+		args := []string{"build", "-o", bin}
+		if bin == serverBin {
+			args = append(args, serverFlags...)
+		}
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+}
+
+// prebuiltEnv names a folder holding mcp-sqlite-memory and
+// mcp-sqlite-memory-worker (with .exe on Windows) built elsewhere:
+// TestMain uses them instead of building. .ci/windows.sh sets it to run
+// this package as a Windows binary under Wine, where there is no Go.
+const prebuiltEnv = "MCP_SQLITE_E2E_BIN"
 
 // raceEnv set to anything builds the server with -race (see TestMain);
 // .ci/run sets it for one pass over this package.
@@ -135,7 +159,7 @@ func start(t testing.TB, db string, flags ...string) *session {
 	t.Helper()
 	args := append([]string{"--db", db}, flags...)
 	var cmd *exec.Cmd
-	c, err := client.NewStdioMCPClientWithOptions(serverBin, os.Environ(), args, transport.WithCommandFunc(keepCommand(&cmd)))
+	c, err := client.NewStdioMCPClientWithOptions(serverBin, nil, args, trackServer(db, &cmd))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
@@ -151,17 +175,6 @@ func start(t testing.TB, db string, flags ...string) *session {
 		t.Fatalf("initialize: %v", err)
 	}
 	return s
-}
-
-// keepCommand is a transport command factory that starts the command as
-// mcp-go would and keeps it in *cmd, so that the test knows the server's
-// process.
-func keepCommand(cmd **exec.Cmd) transport.CommandFunc {
-	return func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-		*cmd = exec.CommandContext(ctx, command, args...)
-		(*cmd).Env = env
-		return *cmd, nil
-	}
 }
 
 // call runs one tool and returns its text and whether it is a tool error.
@@ -229,7 +242,7 @@ func q(sql string) map[string]any { return map[string]any{"query": sql} }
 
 // newDB returns a path for a fresh database in a test folder.
 func newDB(t testing.TB) string {
-	return filepath.Join(t.TempDir(), "memory.db")
+	return filepath.Join(testDir(t), "memory.db")
 }
 
 // openDirect opens the file directly, as a person with sqlite3 would.

@@ -22,7 +22,7 @@ func referenceDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	dst := filepath.Join(t.TempDir(), "reference.db")
+	dst := filepath.Join(testDir(t), "reference.db")
 	out, err := os.Create(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestReferenceDatabaseInterchange(t *testing.T) {
 
 func TestFreshDatabaseSchema(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "new", "folder", "memory.db")
+	db := filepath.Join(testDir(t), "new", "folder", "memory.db")
 	s := start(t, db)
 	s.ok("verify_chain", nil)
 	var mode string
@@ -152,7 +152,7 @@ func TestFreshDatabaseSchema(t *testing.T) {
 
 func TestNotADatabaseIsRefused(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "notes.txt")
+	path := filepath.Join(testDir(t), "notes.txt")
 	if err := os.WriteFile(path, []byte("just some text, not SQLite\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

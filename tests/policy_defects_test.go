@@ -165,7 +165,7 @@ func TestPolicyDefectVirtualTableReads(t *testing.T) {
 
 	t.Run("query_database", func(t *testing.T) {
 		t.Parallel()
-		path := filepath.Join(t.TempDir(), "shop.db")
+		path := filepath.Join(testDir(t), "shop.db")
 		db, err := sql.Open("sqlite", "file:"+path)
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +299,7 @@ func TestPolicyDefectSchemaReplay(t *testing.T) {
 		if header, _, _ := strings.Cut(schema, "\n"); !all && !regexp.MustCompile(`^-- \d+ objects \(\d+ server objects hidden; include_system=true shows them\)$`).MatchString(header) {
 			t.Fatalf("header %q", header)
 		}
-		replay := filepath.Join(t.TempDir(), "replay.db")
+		replay := filepath.Join(testDir(t), "replay.db")
 		cmd := exec.Command(sqlite3, "-bail", replay)
 		cmd.Stdin = strings.NewReader(schema)
 		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {

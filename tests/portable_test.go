@@ -40,7 +40,7 @@ func memoryText(t *testing.T, path string) string {
 
 func TestExportImportOverCLI(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testDir(t)
 	// The reference's file, grown by a server session (an event and a
 	// checkpoint of this server, in the same file).
 	ref := referenceDB(t)

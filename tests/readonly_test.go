@@ -44,7 +44,7 @@ func shopDB(t *testing.T) string {
 	if shopErr != nil {
 		t.Fatal(shopErr)
 	}
-	path := filepath.Join(t.TempDir(), "shop.db")
+	path := filepath.Join(testDir(t), "shop.db")
 	if err := os.WriteFile(path, shopTemplate, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestReadonlyListAndDescribe(t *testing.T) {
 // database made for them.
 func TestReadonlyDescribeEdgeCases(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "edge.db")
+	db := filepath.Join(testDir(t), "edge.db")
 	direct := openDirect(t, db)
 	for _, stmt := range []string{
 		`CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT)`,
@@ -711,7 +711,7 @@ func TestReadonlyDefaultDatabase(t *testing.T) {
 	t.Run("DATABASE_PATH", func(t *testing.T) {
 		db := shopDB(t)
 		before := fileState(t, db)
-		elsewhere := t.TempDir()
+		elsewhere := testDir(t)
 		s, _ := startIn(t, elsewhere, cleanEnv("DATABASE_PATH="+db), "--profile", "readonly")
 		if p := s.query("SELECT count(*) FROM orders"); p.Rows[0][0] != float64(sampledb.Orders) {
 			t.Fatalf("got %+v", p)
@@ -729,7 +729,7 @@ func TestReadonlyAuditDB(t *testing.T) {
 	t.Parallel()
 	db := shopDB(t)
 	before := fileState(t, db)
-	audit := filepath.Join(t.TempDir(), "audit", "audit.db")
+	audit := filepath.Join(testDir(t), "audit", "audit.db")
 	s := startRO(t, db, "--audit-db", audit)
 	s.roOK("list_tables", nil, nil)
 	s.roOK("describe_table", map[string]any{"table": "orders"}, nil)
@@ -793,7 +793,7 @@ func TestReadonlyMissingDatabase(t *testing.T) {
 		return stderr.String()
 	}
 	t.Run("--db", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := testDir(t)
 		missing := filepath.Join(dir, "missing.db")
 		msg := run(t, dir, cleanEnv(), "--profile", "readonly", "--db", missing)
 		if !strings.Contains(msg, "missing.db") || !strings.Contains(msg, "not found") || !strings.Contains(msg, "sample-db") {
@@ -804,7 +804,7 @@ func TestReadonlyMissingDatabase(t *testing.T) {
 		}
 	})
 	t.Run("default shop.db", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := testDir(t)
 		msg := run(t, dir, cleanEnv(), "--profile", "readonly")
 		if !strings.Contains(msg, "shop.db") || !strings.Contains(msg, "not found") {
 			t.Errorf("unclear startup error: %q", msg)
@@ -868,7 +868,7 @@ func TestReadonlyWorkerOpenIsReadOnly(t *testing.T) {
 	}
 	// Control: the same request on a read-write open does write, so the
 	// refusals above came from the open flags, not from the policy.
-	ctl := filepath.Join(t.TempDir(), "control.db")
+	ctl := filepath.Join(testDir(t), "control.db")
 	if err := os.WriteFile(ctl, mustRead(t, db), 0o644); err != nil {
 		t.Fatal(err)
 	}

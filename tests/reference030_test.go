@@ -193,7 +193,7 @@ func TestSnapshotTool(t *testing.T) {
 	})
 	t.Run("target unavailable", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
+		dir := testDir(t)
 		blocker := filepath.Join(dir, "not-a-folder")
 		if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)

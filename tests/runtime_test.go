@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -105,9 +104,6 @@ func waitWorker(t *testing.T, db string) int {
 // the call's worker at once and audits the call as CANCELLED with its real
 // duration; the server goes on serving.
 func TestCancelRunawayRead(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -144,9 +140,6 @@ func TestCancelRunawayRead(t *testing.T) {
 // TestCancelledWriteLeavesNoTrace: a write_query cancelled mid-statement
 // leaves the database as if it never ran.
 func TestCancelledWriteLeavesNoTrace(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -197,6 +190,7 @@ func startProc(t *testing.T, db string, flags ...string) *procServer {
 func startProcInit(t *testing.T, db, initialize string, flags ...string) *procServer {
 	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
+	serverStarted(db, cmd)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -237,9 +231,6 @@ func (p *procServer) readUntil(id int) (seen []int) {
 // response never comes; cancelling a finished call or an unknown id is
 // ignored.
 func TestCancelledCallGetsNoResponse(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := newDB(t)
 	p := startProc(t, db, "--query-timeout", "30", "--standby-workers", "0")
@@ -296,21 +287,26 @@ func TestProgressNotifications(t *testing.T) {
 		}
 		return res
 	}
+	quickStart := time.Now()
 	if res := call("quick", "SELECT 1"); res.IsError {
 		t.Fatalf("quick call failed: %+v", res)
 	}
+	// A quick call hears nothing, unless the machine made it run past the
+	// first second (a loaded machine, Wine), when one notification is due.
+	quickTook := time.Since(quickStart)
 	if res := call("slow", runaway); !res.IsError {
 		t.Fatal("the runaway call was not stopped")
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	got = slices.DeleteFunc(got, func(n map[string]any) bool { return n["progressToken"] == "quick" && quickTook > time.Second })
 	if len(got) < 2 {
 		t.Fatalf("%d progress notifications during a 3 s call, want about one a second: %v", len(got), got)
 	}
 	last := 0.0
 	for _, n := range got {
 		if n["progressToken"] != "slow" {
-			t.Fatalf("notification for token %v: %v", n["progressToken"], n)
+			t.Fatalf("notification for token %v: %v (that call took %s)", n["progressToken"], n, quickTook)
 		}
 		p, _ := n["progress"].(float64)
 		total, _ := n["total"].(float64)
@@ -480,7 +476,8 @@ func rowCount(t *testing.T, db string) int {
 func TestSnapshotHoldsACommitDuringTheCopy(t *testing.T) {
 	t.Parallel()
 	db := bigDB(t)
-	s := start(t, db, "--query-timeout", "30")
+	// A full copy: auto would make an undo record of this 120 MB database.
+	s := start(t, db, "--query-timeout", "30", "--snapshot-mode", "full")
 	// On a loaded machine the INSERT may come too late, after the copy and
 	// the statement: then the DELETE finds no row and says nothing about
 	// the snapshot, and the test tries again with another row.
@@ -557,15 +554,14 @@ func TestSnapshotHoldsACommitDuringTheCopy(t *testing.T) {
 // stopped, by its own time budget or by a cancellation that kills the
 // worker mid-copy, leaves no partial snapshot and changes nothing.
 func TestStoppedSnapshotLeavesNothing(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := bigDB(t)
 	del := map[string]any{"query": "DELETE FROM t WHERE id < 10", "reason": "test"}
+	// destructive_query's subtests need a full copy (auto would make an
+	// undo record of this 120 MB database).
 
 	t.Run("snapshot budget", func(t *testing.T) {
-		s := start(t, db, "--snapshot-timeout", "0.1", "--query-timeout", "30")
+		s := start(t, db, "--snapshot-timeout", "0.1", "--query-timeout", "30", "--snapshot-mode", "full")
 		text := s.fails("destructive_query", del, "TIMEOUT")
 		if !strings.Contains(text, "snapshot was not complete") {
 			t.Fatalf("got %q", text)
@@ -580,7 +576,7 @@ func TestStoppedSnapshotLeavesNothing(t *testing.T) {
 	})
 
 	t.Run("cancelled mid-copy", func(t *testing.T) {
-		s := start(t, db, "--standby-workers", "0", "--query-timeout", "30")
+		s := start(t, db, "--standby-workers", "0", "--query-timeout", "30", "--snapshot-mode", "full")
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() {

@@ -4,26 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strconv"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// workersOf lists the processes whose environment names db as the database
-// they were started for: the workers of one server, wherever they were
-// reparented.
-func workersOf(db string) []int {
-	return processes(func(pid int) bool {
-		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-		return err == nil && bytes.Contains(env, []byte("="+db+"\x00")) && bytes.Contains(env, []byte("MCP_SQLITE_WORKER_PREOPEN="))
-	})
-}
 
 // TestShutdown: when the host closes stdin or sends SIGTERM or SIGINT while
 // a runaway call runs, the server stops the call at once whatever
@@ -31,19 +17,24 @@ func workersOf(db string) []int {
 // response (MCP), stops every worker (standby included) and exits 0 within
 // 2 s.
 func TestShutdown(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
+	ways := []string{"stdin closed"}
+	for name := range stopSignals {
+		ways = append(ways, name)
 	}
-	for _, how := range []string{"stdin closed", "SIGTERM", "SIGINT"} {
+	slices.Sort(ways)
+	for _, how := range ways {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			db := newDB(t)
 			cmd := exec.Command(serverBin, "--db", db, "--query-timeout", "30")
+			serverStarted(db, cmd)
+			newProcessGroup(cmd)
 			in, _ := cmd.StdinPipe()
 			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 			c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
 			c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 			c.read()
@@ -55,12 +46,14 @@ func TestShutdown(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 			began := time.Now()
-			switch how {
-			case "SIGTERM":
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-			case "SIGINT":
-				_ = cmd.Process.Signal(syscall.SIGINT)
-			default:
+			if send, ok := stopSignals[how]; ok {
+				if err := send(cmd); err != nil {
+					if reason := signalUnsupported(err); reason != "" {
+						t.Skip(reason)
+					}
+					t.Fatalf("%s: %v", how, err)
+				}
+			} else {
 				in.Close()
 			}
 			answer, _ := io.ReadAll(c.out)

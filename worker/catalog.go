@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -124,9 +125,9 @@ func (ex *executor) findTable(name string) (object, error) {
 		}
 	}
 	if ex.req.Table != nil && ex.req.Table.JSON {
-		return object{}, ipc.NewError(ipc.CodeTableNotFound, fmt.Sprintf("Table %q does not exist.", name))
+		return object{}, errcode.New(errcode.TableNotFound, fmt.Sprintf("Table %q does not exist.", name))
 	}
-	return object{}, ipc.NewError(ipc.CodeTableNotFound, fmt.Sprintf("no table or view named %q; call list_tables to see the names", name))
+	return object{}, errcode.New(errcode.TableNotFound, fmt.Sprintf("no table or view named %q; call list_tables to see the names", name))
 }
 
 type column struct {
@@ -184,7 +185,7 @@ func (ex *executor) foreignKeys(table string) ([]foreignKey, error) {
 // profile's JSON.
 func (ex *executor) describeTable() (*ipc.Response, error) {
 	if ex.req.Table == nil || ex.req.Table.Name == "" {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "table is required")
+		return nil, errcode.New(errcode.InvalidArgument, "table is required")
 	}
 	o, err := ex.findTable(ex.req.Table.Name)
 	if err != nil {

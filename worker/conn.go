@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -31,6 +32,10 @@ type executor struct {
 	// COMMIT, catalogue reads) are built here and need no policing, and the
 	// policy forbids transaction control.
 	agentPhase bool
+	// actions collects what the agent's statement asks the authorizer
+	// while it compiles (destructive mode only): the undo record's plan.
+	actions   []rawsqlite.AuthRequest
+	compiling bool
 	// timedOut is set when the request's time is up; clock sets it (nil
 	// when the request has no timeout). A snapshot stops the clock and
 	// starts it again when it is complete.
@@ -56,7 +61,7 @@ type executor struct {
 func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
 	mode, err := policy.ParseMode(modeOf(req))
 	if err != nil {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, err.Error())
+		return nil, errcode.New(errcode.InvalidArgument, err.Error())
 	}
 	ex := takePreopened(req)
 	if ex == nil {
@@ -78,7 +83,7 @@ func open(req *ipc.Request, log hclog.Logger) (*executor, error) {
 // worker connection carries (SPEC 4), before any authorizer goes in.
 func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "database file not found: "+path)
+		return nil, errcode.New(errcode.DatabaseUnavailable, "database file not found: "+path)
 	}
 	flags := rawsqlite.ReadWrite
 	if readOnly {
@@ -86,11 +91,11 @@ func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	}
 	c, err := rawsqlite.Open(path, flags)
 	if err != nil {
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot open the database: "+err.Error())
+		return nil, errcode.New(errcode.DatabaseUnavailable, "cannot open the database: "+err.Error())
 	}
 	fail := func(what string, err error) (*rawsqlite.Conn, error) {
 		c.Close()
-		return nil, ipc.NewError(ipc.CodeDatabaseUnavailable, what+": "+err.Error())
+		return nil, errcode.New(errcode.DatabaseUnavailable, what+": "+err.Error())
 	}
 	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
 		return fail("defensive mode", err)
@@ -209,6 +214,9 @@ func (ex *executor) setup() error {
 		if !ex.agentPhase {
 			return rawsqlite.AuthOK
 		}
+		if ex.compiling && ex.mode == policy.Destructive {
+			ex.actions = append(ex.actions, r)
+		}
 		rc := ex.auth.Authorize(policyCall(r))
 		if ex.dry != nil && rc == rawsqlite.AuthOK {
 			ex.dry.authorized(r)
@@ -261,7 +269,7 @@ func (ex *executor) violation() error {
 		return nil
 	}
 	if v := ex.auth.Violation(); v != nil {
-		return ipc.NewError(v.Code, v.Message)
+		return v
 	}
 	return nil
 }
@@ -277,12 +285,13 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 		sql += "\n"
 	}
 	ex.auth.Reset()
-	ex.agentPhase = true
+	ex.actions = nil
+	ex.agentPhase, ex.compiling = true, true
 	if ex.dry != nil {
 		ex.dry.compiling = true
 	}
 	st, tail, err := ex.conn.Prepare(sql)
-	ex.agentPhase = false
+	ex.agentPhase, ex.compiling = false, false
 	if ex.dry != nil {
 		ex.dry.compiling = false
 	}
@@ -298,14 +307,14 @@ func (ex *executor) compile(sql string) (*rawsqlite.Stmt, string, error) {
 		return nil, "", v
 	}
 	if st == nil {
-		return nil, "", ipc.NewError(ipc.CodeInvalidArgument, "the query is empty; pass one SQL statement")
+		return nil, "", errcode.New(errcode.InvalidArgument, "the query is empty; pass one SQL statement")
 	}
 	if more, err := ex.hasMoreStatements(tail); err != nil || more {
 		st.Finalize()
 		if err != nil {
 			return nil, "", err
 		}
-		return nil, "", ipc.NewError(ipc.CodeMultipleStatements, "only one statement per call is allowed; send the statements as separate calls (nothing was run)")
+		return nil, "", errcode.New(errcode.MultipleStatements, "only one statement per call is allowed; send the statements as separate calls (nothing was run)")
 	}
 	text := strings.TrimSpace(sql[:len(sql)-len(tail)])
 	return st, text, nil

@@ -1,7 +1,7 @@
 package worker
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -33,13 +33,13 @@ func (ex *executor) checkFTSCommands(st *rawsqlite.Stmt) error {
 		return ex.uncheckable(err)
 	}
 	if v := policy.CheckFTSCommands(ex.mode, ops, tables); v != nil {
-		return ipc.NewError(v.Code, v.Message)
+		return v
 	}
 	return nil
 }
 
 func (ex *executor) uncheckable(err error) error {
-	return ipc.NewError(ipc.CodePolicy, "the statement could not be checked: "+err.Error())
+	return errcode.New(errcode.Policy, "the statement could not be checked: "+err.Error())
 }
 
 // ftsTable describes name when it is a virtual table with an FTS command
@@ -70,4 +70,4 @@ func (ex *executor) ftsTable(name string) (policy.FTSTable, bool, error) {
 	return t, true, err
 }
 
-var errNoVUpdate = ipc.NewError(ipc.CodeWorkerFailed, "no VUpdate in the program of an INSERT into a virtual table")
+var errNoVUpdate = errcode.New(errcode.WorkerFailed, "no VUpdate in the program of an INSERT into a virtual table")

@@ -2,12 +2,11 @@ package worker
 
 import (
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -23,32 +22,30 @@ var limited struct {
 // not depend on one: the process limits, and the memory budget the front
 // passed in the environment (its --worker-memory-mb), counted from the
 // address space mapped now, with the database already open.
-func applyStandbyLimits(log hclog.Logger) error {
-	if err := applyProcessLimits(log); err != nil {
+func applyStandbyLimits(env ipc.WorkerEnv, memoryErr error, log hclog.Logger) error {
+	if err := applyProcessLimits(env.FrontPID, log); err != nil {
 		return err
 	}
 	limited.process = true
-	v := os.Getenv(ipc.EnvMemoryMB)
-	if v == "" {
+	if memoryErr != nil {
+		return memoryErr
+	}
+	if env.MemoryMB == 0 {
 		return nil
 	}
-	mb, err := strconv.Atoi(v)
-	if err != nil || mb <= 0 {
-		return fmt.Errorf("bad %s=%q: want a whole number of MiB", ipc.EnvMemoryMB, v)
-	}
-	return applyMemoryLimit(mb, log)
+	return applyMemoryLimit(env.MemoryMB, log)
 }
 
 // applyLimits limits this process for req before any of its SQL runs:
 // what the standby phase could not (the largest file it may write depends
 // on the database's size now), and everything when this worker was started
 // without a front (a standalone worker).
-func applyLimits(req *ipc.Request, log hclog.Logger) error {
+func applyLimits(req *ipc.Request, frontPID int, log hclog.Logger) error {
 	fail := func(err error) error {
-		return ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+err.Error())
+		return errcode.New(errcode.WorkerFailed, "could not limit the worker: "+err.Error())
 	}
 	if !limited.process {
-		if err := applyProcessLimits(log); err != nil {
+		if err := applyProcessLimits(frontPID, log); err != nil {
 			return fail(err)
 		}
 		limited.process = true
@@ -61,7 +58,7 @@ func applyLimits(req *ipc.Request, log hclog.Logger) error {
 			return fail(err)
 		}
 	case limited.memoryMB > 0 && mb > limited.memoryMB:
-		return ipc.NewError(ipc.CodeWorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; the server and its worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
+		return errcode.New(errcode.WorkerFailed, fmt.Sprintf("the request asks for a %d MiB memory budget, more than the %d MiB this worker was started with; the server and its worker must run with the same --worker-memory-mb", mb, limited.memoryMB))
 	default:
 		if err := applyMemoryLimit(mb, log); err != nil {
 			return fail(err)

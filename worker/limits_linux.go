@@ -27,9 +27,9 @@ func setLimit(res int, v uint64) error {
 }
 
 // applyProcessLimits sets RLIMIT_CORE=0 and RLIMIT_NOFILE, and makes sure
-// the worker dies if the front already has.
-func applyProcessLimits(hclog.Logger) error {
-	if frontGone() {
+// the worker dies if the front (frontPID, 0 if it did not say) already has.
+func applyProcessLimits(frontPID int, _ hclog.Logger) error {
+	if frontGone(frontPID) {
 		// The front died before Pdeathsig was armed.
 		os.Exit(3)
 	}
@@ -100,11 +100,9 @@ func applyFileLimit(req *ipc.Request, log hclog.Logger) error {
 // frontGone reports whether the process that started this worker is no
 // longer its parent: the front's pid when it said it, else whether the
 // worker was handed to init.
-func frontGone() bool {
-	if v := os.Getenv(ipc.EnvFrontPID); v != "" {
-		if pid, err := strconv.Atoi(v); err == nil {
-			return os.Getppid() != pid
-		}
+func frontGone(frontPID int) bool {
+	if frontPID != 0 {
+		return os.Getppid() != frontPID
 	}
 	return os.Getppid() == 1
 }

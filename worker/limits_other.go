@@ -14,7 +14,7 @@ var warnOnce sync.Once
 
 // applyProcessLimits has no OS limits to set on this platform; SQLite's
 // heap limit and the front's timeout kill still apply.
-func applyProcessLimits(log hclog.Logger) error {
+func applyProcessLimits(_ int, log hclog.Logger) error {
 	warnOnce.Do(func() {
 		log.Warn("no OS resource limits on this platform; relying on SQLite's heap limit and the timeout")
 	})

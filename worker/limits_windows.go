@@ -10,7 +10,7 @@ import (
 // Object with the memory limit before the worker runs its first
 // instruction. SQLite's heap limit still applies (applyMemoryLimit).
 
-func applyProcessLimits(hclog.Logger) error { return nil }
+func applyProcessLimits(int, hclog.Logger) error { return nil }
 
 func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
 

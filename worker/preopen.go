@@ -2,7 +2,6 @@ package worker
 
 import (
 	"io"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -12,20 +11,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
-// EnvPreopen names the database a worker opens while it waits for its
-// request ("ro:" in front for a read-only open). The front sets it, so a
-// standby worker has its connection open, its backstops set and the schema
-// read before the call arrives.
-const EnvPreopen = "MCP_SQLITE_WORKER_PREOPEN"
-
-// PreopenValue is EnvPreopen's value for db.
-func PreopenValue(db string, readOnly bool) string {
-	if readOnly {
-		return "ro:" + db
-	}
-	return db
-}
-
 // preopened is the connection opened ahead, if any, held by the executor
 // that will run the request.
 var preopened struct {
@@ -34,15 +19,13 @@ var preopened struct {
 	ex       *executor
 }
 
-// preopen opens the database named by EnvPreopen. Nothing of the agent's
-// runs here; failures only cost the head start, and the request's own open
-// reports them.
-func preopen(log hclog.Logger) {
-	v := os.Getenv(EnvPreopen)
-	if v == "" {
+// preopen opens the database the front named (ipc.EnvPreopen). Nothing
+// of the agent's runs here; failures only cost the head start, and the
+// request's own open reports them.
+func preopen(path string, readOnly bool, log hclog.Logger) {
+	if path == "" {
 		return
 	}
-	path, readOnly := strings.CutPrefix(v, "ro:")
 	c, err := openConn(path, readOnly)
 	if err != nil {
 		log.Debug("no connection opened ahead", "error", err)
@@ -125,13 +108,13 @@ func readyAhead(log hclog.Logger) {
 // with a statement run through it, and a warm JSON codec. The memory limit
 // comes last, so that its baseline includes the open connection. An error
 // is the limits' and fails the request that follows.
-func prepare(log hclog.Logger) error {
-	preopen(log)
-	if os.Getenv(ipc.EnvWarm) == "1" {
+func prepare(env ipc.WorkerEnv, memoryErr error, log hclog.Logger) error {
+	preopen(env.Preopen, env.PreopenReadOnly, log)
+	if env.Warm {
 		readyAhead(log)
 		warmCodec()
 	}
-	return applyStandbyLimits(log)
+	return applyStandbyLimits(env, memoryErr, log)
 }
 
 // warmFrame is a request that exercises every type of the request frame,

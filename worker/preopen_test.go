@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -16,17 +17,18 @@ func TestReadiedAhead(t *testing.T) {
 	tests := []struct {
 		name, op, mode, sql string
 		readOnlyFile        bool
-		code, text          string
+		code                errcode.Code
+		text                string
 	}{
 		{"read", ipc.OpQuery, "read", "SELECT name FROM t WHERE id = 1", false, "", "name\na\n# 1 rows"},
-		{"write refused in read", ipc.OpQuery, "read", "INSERT INTO t (name) VALUES ('x')", false, ipc.CodeReadOnly, "write_query"},
-		{"protected in read", ipc.OpQuery, "read", "DELETE FROM memory_events", false, ipc.CodeProtected, "memory_events"},
+		{"write refused in read", ipc.OpQuery, "read", "INSERT INTO t (name) VALUES ('x')", false, errcode.ReadOnly, "write_query"},
+		{"protected in read", ipc.OpQuery, "read", "DELETE FROM memory_events", false, errcode.Protected, "memory_events"},
 		{"insert in write", ipc.OpQuery, "write", "INSERT INTO t (name) VALUES ('x')", false, "", "ok: 1 rows affected (last_insert_rowid=4)"},
-		{"protected in write", ipc.OpQuery, "write", "INSERT INTO memory_events (content) VALUES ('x')", false, ipc.CodeProtected, "memory_events"},
+		{"protected in write", ipc.OpQuery, "write", "INSERT INTO memory_events (content) VALUES ('x')", false, errcode.Protected, "memory_events"},
 		{"delete in destructive", ipc.OpQuery, "destructive", "DELETE FROM t WHERE id = 3", false, "", "ok: 1 rows affected"},
 		{"create view", ipc.OpCreateView, "", "", false, "", ""},
 		{"select on a read-only file", ipc.OpQuery, "select", "SELECT count(*) AS n FROM t", true, "", "n\n3\n# 1 rows"},
-		{"explain refused in select", ipc.OpQuery, "select", "EXPLAIN SELECT 1", true, ipc.CodeReadOnly, ""},
+		{"explain refused in select", ipc.OpQuery, "select", "EXPLAIN SELECT 1", true, errcode.ReadOnly, ""},
 		{"other file than readied", ipc.OpQuery, "write", "INSERT INTO t (name) VALUES ('y')", false, "", "ok: 1 rows affected"},
 	}
 	for _, tt := range tests {
@@ -36,8 +38,7 @@ func TestReadiedAhead(t *testing.T) {
 			if tt.name == "other file than readied" {
 				readied = testDB(t)
 			}
-			t.Setenv(EnvPreopen, PreopenValue(readied, tt.readOnlyFile))
-			preopen(hclog.NewNullLogger())
+			preopen(readied, tt.readOnlyFile, hclog.NewNullLogger())
 			readyAhead(hclog.NewNullLogger())
 			ex := preopened.ex
 			if ex == nil || !ex.queryOnly || !ex.authorizer {

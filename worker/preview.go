@@ -168,14 +168,20 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 	}()
 	p := &ipc.Preview{}
 	if s := ex.req.Snapshot; s != nil && s.Keep > 0 {
-		// The snapshot copies the state before the statement: the whole
-		// file. An undo record (SPEC 5.6) would be sized here by the
-		// statement's changeset instead.
+		// A full copy is the whole file; an undo record costs what the
+		// statement changes, recorded during the real run (a statement
+		// the session cannot capture still gets a full copy then).
 		bytes, err := ex.fileBytes()
 		if err != nil {
 			return nil, err
 		}
-		p.Snapshot = &ipc.SnapshotPlan{Kind: ipc.SnapshotFull, Bytes: bytes}
+		kind := ipc.SnapshotFull
+		if undo, _, err := ex.undoWanted(); err != nil {
+			return nil, err
+		} else if undo {
+			kind = ipc.SnapshotUndo
+		}
+		p.Snapshot = &ipc.SnapshotPlan{Kind: kind, Bytes: bytes}
 	}
 	for i, o := range d.objects {
 		if o.Action == ipc.ObjectDrop && (o.Type == "TABLE" || o.Type == "VIRTUAL TABLE") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -168,6 +169,18 @@ func TestPreviewSnapshotSize(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the dry run touched the snapshot folder: %v", err)
 	}
+	// An undo record (--snapshot-mode undo, or auto above --snapshot-full-mb).
+	for _, mode := range []struct {
+		mode   string
+		fullMB int
+		kind   string
+	}{{ipc.SnapshotUndo, 64, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 0, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 64, ipc.SnapshotFull}} {
+		req.Snapshot.Mode, req.Snapshot.FullMB = mode.mode, mode.fullMB
+		if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot == nil || resp.Preview.Snapshot.Kind != mode.kind {
+			t.Errorf("mode %s, full_mb %d: %+v, want kind %s", mode.mode, mode.fullMB, resp.Preview, mode.kind)
+		}
+	}
+	req.Snapshot.Mode = ""
 	// Snapshots disabled: no plan.
 	req.Snapshot.Keep = 0
 	if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot != nil {
@@ -179,19 +192,20 @@ func TestPreviewAnswers(t *testing.T) {
 	tests := []struct {
 		name, mode, sql string
 		harmless        bool
-		code, text      string
+		code            errcode.Code
+		text            string
 		committed       bool // the database changed
 	}{
 		{"a read is answered", "destructive", "SELECT count(*) AS n FROM orders", false, "", "n\n4\n# 1 rows", false},
 		{"harmless insert is committed", "write", "INSERT INTO history VALUES ('x')", true, "", "ok: 1 rows affected (last_insert_rowid=3)", true},
 		{"harmless create table is committed", "write", "CREATE TABLE u (a)", true, "", "ok: schema statement executed", true},
 		{"an update is not harmless", "write", "UPDATE orders SET note = 'x' WHERE id = 1", true, "", "ok: dry run rolled back", false},
-		{"the statement's error", "destructive", "DELETE FROM nope", false, ipc.CodeSQL, "no such table: nope", false},
-		{"constraint failure in the run", "write", "INSERT INTO order_items VALUES (99, 42)", true, ipc.CodeSQL, "FOREIGN KEY constraint failed", false},
-		{"the update guard applies", "write", "UPDATE orders SET note = 'x'", true, ipc.CodePolicy, "more than --max-update-rows=2", false},
-		{"the policy applies", "write", "DELETE FROM orders", true, ipc.CodeReadOnly, "use destructive_query", false},
-		{"protected tables", "destructive", "DELETE FROM memory_events", false, ipc.CodeProtected, "memory_events", false},
-		{"one statement", "destructive", "DELETE FROM orders; DELETE FROM history", false, ipc.CodeMultipleStatements, "one statement", false},
+		{"the statement's error", "destructive", "DELETE FROM nope", false, errcode.SQL, "no such table: nope", false},
+		{"constraint failure in the run", "write", "INSERT INTO order_items VALUES (99, 42)", true, errcode.SQL, "FOREIGN KEY constraint failed", false},
+		{"the update guard applies", "write", "UPDATE orders SET note = 'x'", true, errcode.Policy, "more than --max-update-rows=2", false},
+		{"the policy applies", "write", "DELETE FROM orders", true, errcode.ReadOnly, "use destructive_query", false},
+		{"protected tables", "destructive", "DELETE FROM memory_events", false, errcode.Protected, "memory_events", false},
+		{"one statement", "destructive", "DELETE FROM orders; DELETE FROM history", false, errcode.MultipleStatements, "one statement", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,7 +234,7 @@ func TestPreviewTimeout(t *testing.T) {
 		"DELETE FROM orders WHERE id IN (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r)")
 	req.Limits.TimeoutMS = 200
 	resp := execute(req, hclog.NewNullLogger())
-	if resp.OK || resp.Code != ipc.CodeTimeout {
+	if resp.OK || resp.Code != errcode.Timeout {
 		t.Fatalf("got ok=%v %s: %s, want TIMEOUT", resp.OK, resp.Code, resp.Message)
 	}
 }

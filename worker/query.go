@@ -2,9 +2,11 @@ package worker
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"unsafe"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -51,7 +53,7 @@ func (ex *executor) prepareAgent() (st *rawsqlite.Stmt, sum policy.Summary, read
 	}
 	err = ex.refuseVacuum(st)
 	if err == nil && sum.Schema && endsInOpenComment(text) {
-		err = ipc.NewError(ipc.CodeInvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
+		err = errcode.New(errcode.InvalidArgument, "the statement ends inside a /* comment that is never closed, which SQLite would keep as the end of the stored definition (get_schema could not end it with ';'); close it with */ or remove it")
 	}
 	if err == nil {
 		err = ex.checkFTSCommands(st)
@@ -84,9 +86,9 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 			if explain {
 				what = "EXPLAIN is not allowed in query_database: " + what
 			}
-			return nil, ipc.NewError(ipc.CodeReadOnly, what)
+			return nil, errcode.New(errcode.ReadOnly, what)
 		}
-		return nil, ipc.NewError(ipc.CodeReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
+		return nil, errcode.New(errcode.ReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
 	}
 	caps := ex.caps()
 	out := newResult(ex.req.Format, caps, columnNames(st))
@@ -125,17 +127,20 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 }
 
 // write runs a writing statement in its own transaction, with the UPDATE
-// rowcount guard in write mode.
+// rowcount guard in write mode. A destructive statement is preceded by
+// its snapshot (a full copy, or an undo record made while it runs).
 func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
-	var detail map[string]any
-	if ex.mode == policy.Destructive {
-		path, err := ex.snapshot()
-		if err != nil {
-			return nil, err
+	committed := false
+	defer func() {
+		if !committed && !ex.conn.Autocommit() {
+			_ = ex.exec("ROLLBACK")
 		}
-		detail = map[string]any{"snapshot": path}
-		if ex.detail["snapshot_copied_again"] == true {
-			detail["snapshot_copied_again"] = true
+	}()
+	var snap *taken
+	if ex.mode == policy.Destructive {
+		var err error
+		if snap, err = ex.beforeDestructive(); err != nil {
+			return nil, err
 		}
 	}
 	// A snapshot leaves the write transaction begun: the statement starts
@@ -145,21 +150,32 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
 	returning, changes, err := ex.apply(st, sum)
+	if snap != nil && snap.rec != nil {
+		snap, returning, changes, err = ex.settleUndo(st, sum, snap, returning, changes, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := ex.exec("COMMIT"); err != nil {
+		if snap != nil && snap.kind == ipc.SnapshotUndo {
+			// The record of a change that did not happen would only
+			// confuse: restoring it would find nothing to do.
+			_ = os.Remove(snap.path)
+		}
 		return nil, err
 	}
 	committed = true
+	var detail map[string]any
+	if ex.mode == policy.Destructive {
+		detail = snap.detail()
+	}
 	return ex.written(sum, changes, returning, detail), nil
+}
+
+// outOfMemory reports SQLite's out-of-memory error (the heap limit).
+func outOfMemory(err error) bool {
+	return rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNoMem
 }
 
 // apply steps a writing statement to its end inside the open transaction
@@ -201,7 +217,7 @@ func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int6
 	}
 	changes := ex.conn.Changes()
 	if ex.mode == policy.Write && sum.PureUpdate() && ex.req.Caps.MaxUpdateRows > 0 && changes > int64(ex.req.Caps.MaxUpdateRows) {
-		return nil, 0, ipc.NewError(ipc.CodePolicy, fmt.Sprintf(
+		return nil, 0, errcode.New(errcode.Policy, fmt.Sprintf(
 			"this UPDATE would change %d rows, more than --max-update-rows=%d; it was rolled back and nothing changed. Narrow the WHERE clause, update in batches, or use destructive_query for a deliberate bulk update (it snapshots first)",
 			changes, ex.req.Caps.MaxUpdateRows))
 	}
@@ -281,10 +297,10 @@ func (ex *executor) refuseVacuum(st *rawsqlite.Stmt) error {
 	if err != nil {
 		// EXPLAIN of a statement that compiled cannot fail but for limits;
 		// refuse rather than run something unchecked.
-		return ipc.NewError(ipc.CodePolicy, "the statement could not be checked: "+err.Error())
+		return errcode.New(errcode.Policy, "the statement could not be checked: "+err.Error())
 	}
 	if found {
-		return ipc.NewError(ipc.CodePolicy, "VACUUM is not allowed in any tool (VACUUM INTO would write another file)")
+		return errcode.New(errcode.Policy, "VACUUM is not allowed in any tool (VACUUM INTO would write another file)")
 	}
 	return nil
 }

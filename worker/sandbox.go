@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
@@ -23,8 +24,11 @@ var probeHook func(*sandbox.State) int
 // environment set by the front asks (Landlock and no_new_privs on Linux).
 // Where that takes a re-execution, the confined process returns from here
 // instead of this one.
-func startSandbox(log hclog.Logger) error {
-	st, err := sandbox.Enter(log)
+func startSandbox(env ipc.WorkerEnv, envErr error, log hclog.Logger) error {
+	if envErr != nil {
+		return envErr
+	}
+	st, err := sandbox.Enter(env.Sandbox, env.SandboxOff, log)
 	if err != nil {
 		return err
 	}
@@ -39,7 +43,7 @@ func startSandbox(log hclog.Logger) error {
 // its environment) whose request asks for the sandbox confines itself now,
 // to that request's database; then any request outside the allowance is
 // refused, so that a worker never opens what it was not confined to.
-func admit(req *ipc.Request, log hclog.Logger) error {
+func admit(req *ipc.Request, tempDir string, log hclog.Logger) error {
 	snapDir := ""
 	if s := req.Snapshot; s != nil && s.Keep > 0 {
 		snapDir = s.Dir
@@ -48,7 +52,7 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 	if st.Allowance == nil && !st.Off && req.Limits.Sandbox {
 		// SQLite's temporary files go where the caller pointed them, if
 		// anywhere; big sorts fail otherwise.
-		a := sandbox.Allowance{DB: absPath(req.DB), ReadOnly: req.ReadOnlyFile, TempDir: os.Getenv(sandbox.EnvTempDir)}
+		a := sandbox.Allowance{DB: absPath(req.DB), ReadOnly: req.ReadOnlyFile, TempDir: tempDir}
 		if snapDir != "" {
 			a.SnapshotDir = absPath(snapDir)
 		}
@@ -59,11 +63,11 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		// The re-executed process reads the request again from stdin.
 		var frame bytes.Buffer
 		if err := ipc.WriteFrame(&frame, req); err != nil {
-			return ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())
+			return errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 		}
 		next, err := sandbox.Confine(a, sandbox.Options{Stdin: frame.Bytes(), Env: []string{a.Env()}}, log)
 		if err != nil {
-			return ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())
+			return errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 		}
 		if next.Report.Missing != "" {
 			log.Warn(next.Report.Missing + "; the worker runs with no_new_privs and resource limits only")
@@ -77,7 +81,7 @@ func admit(req *ipc.Request, log hclog.Logger) error {
 		return nil
 	}
 	if err := st.Allowance.Permits(req.DB, req.ReadOnlyFile, snapDir); err != nil {
-		return ipc.NewError(ipc.CodeWorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; the server and its worker must be started for the same database")
+		return errcode.New(errcode.WorkerFailed, "the request is outside this worker's sandbox: "+err.Error()+"; the server and its worker must be started for the same database")
 	}
 	return nil
 }

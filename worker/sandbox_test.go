@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
@@ -34,11 +35,11 @@ func TestAdmit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := admit(&c.req, hclog.NewNullLogger())
+			err := admit(&c.req, "", hclog.NewNullLogger())
 			if (err == nil) != c.ok {
 				t.Fatalf("admit = %v, want ok=%v", err, c.ok)
 			}
-			if err != nil && (ipc.Code(err) != ipc.CodeWorkerFailed || !strings.Contains(err.Error(), "outside this worker's sandbox")) {
+			if err != nil && (errcode.Of(err) != errcode.WorkerFailed || !strings.Contains(err.Error(), "outside this worker's sandbox")) {
 				t.Fatalf("refusal: %v", err)
 			}
 		})
@@ -53,7 +54,7 @@ func TestAdmitUnconfined(t *testing.T) {
 	for _, st := range []*sandbox.State{{Off: true}, {}} {
 		sandboxState = st
 		req := &ipc.Request{DB: "/anywhere.db", Limits: ipc.Limits{Sandbox: st.Off}}
-		if err := admit(req, hclog.NewNullLogger()); err != nil {
+		if err := admit(req, "", hclog.NewNullLogger()); err != nil {
 			t.Fatalf("state %+v: %v", st, err)
 		}
 	}

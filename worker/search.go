@@ -3,6 +3,7 @@ package worker
 import (
 	"strconv"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
@@ -19,7 +20,7 @@ const defaultCandidateCap = 5000
 func (ex *executor) search() (*ipc.Response, error) {
 	sr := ex.req.Search
 	if sr == nil {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "search_text request has no search settings")
+		return nil, errcode.New(errcode.InvalidArgument, "search_text request has no search settings")
 	}
 	re, err := search.Compile(sr.Pattern, sr.IgnoreCase, sr.FixedStrings)
 	if err != nil {
@@ -52,7 +53,7 @@ func (ex *executor) search() (*ipc.Response, error) {
 		return nil, err
 	}
 	if st.ColumnCount() != 1+len(plan.Columns) || !st.Readonly() {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "where must be a condition on the rows of "+obj.Name+"; it changed the shape of the query")
+		return nil, errcode.New(errcode.InvalidArgument, "where must be a condition on the rows of "+obj.Name+"; it changed the shape of the query")
 	}
 
 	limit := sr.Limit

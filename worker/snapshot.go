@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -28,10 +29,6 @@ var (
 	snapshotStepHook = func() {}
 	afterCopyHook    = func() {}
 )
-
-// stampLayout is the time in a snapshot's name; it sorts by name in time
-// order.
-const stampLayout = "20060102T150405.000"
 
 // snapshot backs the database up with SQLite's online backup API into
 // <dir>/<stem>.<YYYYMMDDTHHMMSS.mmm>Z.db and keeps the newest Keep complete
@@ -98,7 +95,7 @@ func (ex *executor) snapshot() (string, error) {
 func (ex *executor) snapshotNow() (*ipc.Response, error) {
 	s := ex.req.Snapshot
 	if s == nil || s.Keep <= 0 {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "snapshot request without a snapshot folder, or with snapshots disabled (keep 0)")
+		return nil, errcode.New(errcode.InvalidArgument, "snapshot request without a snapshot folder, or with snapshots disabled (keep 0)")
 	}
 	c, err := ex.copySnapshot()
 	if err != nil {
@@ -131,7 +128,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		return snapshotCopy{}, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
 	if err := dirsync.MkdirAll(s.Dir, 0o700); err != nil {
-		return snapshotCopy{}, ipc.NewError(ipc.CodeDatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
+		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
 	}
 	c := snapshotCopy{
 		tmp:     filepath.Join(s.Dir, partial),
@@ -164,7 +161,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 	}
 	if c.path, err = keepSnapshot(c.tmp, s.Dir, s.Stem, "", c.started); err != nil {
 		_ = os.Remove(c.tmp)
-		return snapshotCopy{}, ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
+		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
 	return c, nil
 }
@@ -199,7 +196,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 	path, err := keepSnapshot(tmp, s.Dir, s.Stem, "", time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
-		return "", ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
+		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
 	return path, nil
 }
@@ -221,22 +218,22 @@ func (ex *executor) copyTo(src *rawsqlite.Conn, tmp string, started time.Time, b
 	case err == nil:
 		return nil
 	case expired:
-		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("the snapshot was not complete after %s; nothing was changed and no partial snapshot is kept. Raise --snapshot-timeout", durationText(budget.Milliseconds())))
+		return errcode.SnapshotTimeout(budget, false)
 	}
-	return ipc.NewError(ipc.CodeDatabaseUnavailable, "the snapshot failed: "+err.Error()+"; "+ex.notRun())
+	return errcode.New(errcode.DatabaseUnavailable, "the snapshot failed: "+err.Error()+"; "+ex.notRun())
 }
 
 // partialName is the request's partial file name, checked to be a plain
 // name in the snapshot folder, or one made up for a hand-written request.
 func partialName(s *ipc.Snapshot) (string, error) {
 	if !plainName(s.Stem) {
-		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
 	}
 	if s.Partial == "" {
 		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ipc.PartialSuffix, nil
 	}
 	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, ipc.PartialSuffix) {
-		return "", ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
 	}
 	return s.Partial, nil
 }
@@ -245,23 +242,14 @@ func plainName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
 }
 
-// PreRestoreTag marks the name of the safety snapshot that restore takes
-// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. Such a
-// snapshot is a full copy like any other and counts toward retention.
-const PreRestoreTag = ".pre-restore"
-
-// snapshotTags are the name parts a snapshot may carry between its stamp
-// and ".db" ("" for destructive_query's and the snapshot tool's).
-var snapshotTags = []string{"", PreRestoreTag}
-
 // FullSnapshot copies the database of src with SQLite's online backup API
-// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or PreRestoreTag) under a
+// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or ipc.PreRestoreTag) under a
 // partial name, syncs it and renames it when complete, as
 // destructive_query's snapshots are written, and returns its path. It
 // removes no other snapshot: retention runs with the next
 // destructive_query or snapshot call.
 func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
-	if !plainName(stem) || !slices.Contains(snapshotTags, tag) {
+	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
 		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
 	}
 	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
@@ -303,8 +291,8 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(dir, stem+"."+taken.UTC().Format(stampLayout)+"Z"+tag+".db")
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		path := filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))
+		if nameFree(dir, stem, taken) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
@@ -316,10 +304,22 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	return "", errors.New("no free snapshot name")
 }
 
-// rotate removes all but the newest keep complete snapshots of stem.
+// nameFree reports whether no snapshot of stem of any tag was taken at
+// taken: snapshots of all kinds share one history, one snapshot per stamp.
+func nameFree(dir, stem string, taken time.Time) bool {
+	for _, tag := range ipc.SnapshotTags {
+		if _, err := os.Lstat(filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+// rotate removes all but the newest keep complete snapshots of stem, full
+// copies and undo records together.
 // Partial files are not snapshots and do not count; neither does a
 // snapshot with a journal beside it (an incomplete one from a version that
-// wrote snapshots in place), which SnapshotLeftovers reports.
+// wrote snapshots in place), which ipc.SnapshotLeftovers reports.
 func rotate(dir, stem string, keep int, ex *executor) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -331,7 +331,7 @@ func rotate(dir, stem string, keep int, ex *executor) {
 	}
 	var complete []string
 	for n := range names {
-		if isSnapshotName(n, stem) && !names[n+"-journal"] {
+		if ipc.IsSnapshotName(n, stem) && !names[n+"-journal"] {
 			complete = append(complete, n)
 		}
 	}
@@ -348,54 +348,4 @@ func rotate(dir, stem string, keep int, ex *executor) {
 		}
 		complete = complete[1:]
 	}
-}
-
-// isSnapshotName reports whether name is <stem>.<stamp>Z<tag>.db for one
-// of snapshotTags. The stamp comes first, so names sort in time order
-// whatever their tag.
-func isSnapshotName(name, stem string) bool {
-	for _, tag := range snapshotTags {
-		end := "Z" + tag + ".db"
-		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
-			continue
-		}
-		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// IsSnapshotName reports whether name (a file name, no folder) is one of
-// stem's snapshots, as retention counts them.
-func IsSnapshotName(name, stem string) bool { return isSnapshotName(name, stem) }
-
-// SnapshotLeftovers lists what stopped snapshots of stem left in dir:
-// partial files (and any journal of theirs), and snapshots that an older
-// version wrote in place and never finished (a hot journal beside them),
-// with that journal. Call it only while no worker of any server may be
-// writing a snapshot of this database: a partial file of a running
-// snapshot looks the same.
-func SnapshotLeftovers(dir, stem string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	var out []string
-	for n := range names {
-		base, _ := strings.CutSuffix(n, "-journal")
-		switch {
-		case strings.HasPrefix(base, stem+".") && strings.HasSuffix(base, ipc.PartialSuffix):
-			out = append(out, filepath.Join(dir, n))
-		case isSnapshotName(base, stem) && names[base+"-journal"]:
-			// The snapshot and its journal are both listed, once each.
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	sort.Strings(out)
-	return out
 }

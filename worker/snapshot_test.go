@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -77,7 +78,7 @@ func TestSnapshot(t *testing.T) {
 		names := dirNames(t, dir)
 		var complete []string
 		for _, n := range names {
-			if isSnapshotName(n, "w") && !slices.Contains(stale, n) {
+			if ipc.IsSnapshotName(n, "w") && !slices.Contains(stale, n) {
 				complete = append(complete, n)
 			}
 		}
@@ -99,7 +100,7 @@ func TestSnapshot(t *testing.T) {
 		if n := strings.Count(frames.String(), `"phase":"statement"`); n != 3 {
 			t.Fatalf("%d statement frames, want 3", n)
 		}
-		got := SnapshotLeftovers(dir, "w")
+		got := ipc.SnapshotLeftovers(dir, "w")
 		want := []string{filepath.Join(dir, stale[1]), filepath.Join(dir, stale[2]), filepath.Join(dir, stale[0])}
 		if !slices.Equal(got, want) {
 			t.Fatalf("leftovers %v, want %v", got, want)
@@ -111,7 +112,7 @@ func TestSnapshot(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "snaps")
 		// 1 ms: the deadline passes during the first 4 MiB step.
 		resp := execute(destructive(db, dir, 2, 1), log)
-		if resp.OK || resp.Code != ipc.CodeTimeout || !strings.Contains(resp.Message, "snapshot was not complete") {
+		if resp.OK || resp.Code != errcode.Timeout || !strings.Contains(resp.Message, "snapshot was not complete") {
 			t.Fatalf("got %+v", resp)
 		}
 		if names := dirNames(t, dir); len(names) != 0 {
@@ -218,7 +219,7 @@ func TestSnapshot(t *testing.T) {
 			{Stem: "../w"},
 			{Stem: ".."},
 		} {
-			if _, err := partialName(&s); ipc.Code(err) != ipc.CodeInvalidArgument {
+			if _, err := partialName(&s); errcode.Of(err) != errcode.InvalidArgument {
 				t.Errorf("%+v: got %v", s, err)
 			}
 		}
@@ -296,8 +297,8 @@ func TestIsSnapshotName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsSnapshotName(tt.name, "memory"); got != tt.want {
-				t.Fatalf("IsSnapshotName(%q) = %v, want %v", tt.name, got, tt.want)
+			if got := ipc.IsSnapshotName(tt.name, "memory"); got != tt.want {
+				t.Fatalf("ipc.IsSnapshotName(%q) = %v, want %v", tt.name, got, tt.want)
 			}
 		})
 	}
@@ -379,10 +380,10 @@ func TestSnapshotNow(t *testing.T) {
 	blocker := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(blocker, []byte("x"), 0o600)
 	resp := executeTo(now(filepath.Join(blocker, "snaps"), 2), log, io.Discard)
-	if resp.OK || resp.Code != ipc.CodeDatabaseUnavailable || !strings.Contains(resp.Message, "cannot create the snapshot folder") || !strings.Contains(resp.Message, "no snapshot was kept") {
+	if resp.OK || resp.Code != errcode.DatabaseUnavailable || !strings.Contains(resp.Message, "cannot create the snapshot folder") || !strings.Contains(resp.Message, "no snapshot was kept") {
 		t.Fatalf("unreachable folder: %+v", resp)
 	}
-	if resp := executeTo(now(dir, 0), log, io.Discard); resp.OK || resp.Code != ipc.CodeInvalidArgument {
+	if resp := executeTo(now(dir, 0), log, io.Discard); resp.OK || resp.Code != errcode.InvalidArgument {
 		t.Fatalf("keep 0: %+v", resp)
 	}
 }

@@ -5,26 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
-
-// ValidViewName reports whether name has the shape create_view accepts:
-// ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
-// init would cost every worker start, and most workers never see a view.
-func ValidViewName(name string) bool {
-	if name == "" || (name[0] >= '0' && name[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
 
 // ViewSQL is the statement create_view stores: the description lives in the
 // view's own SQL, so get_schema shows it to the next session.
@@ -41,11 +26,11 @@ func ViewSQL(name, description, selectSQL string) string {
 // createView compiles the SELECT under the read policy first, then stores it.
 func (ex *executor) createView() (*ipc.Response, error) {
 	v := ex.req.View
-	if v == nil || !ValidViewName(v.Name) {
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, "name must match ^[A-Za-z_][A-Za-z0-9_]*$")
+	if v == nil || !policy.ValidViewName(v.Name) {
+		return nil, errcode.New(errcode.InvalidArgument, "name must match ^[A-Za-z_][A-Za-z0-9_]*$")
 	}
 	if policy.IsProtected(v.Name) {
-		return nil, ipc.NewError(ipc.CodeProtected, v.Name+" is managed by the server; choose another view name")
+		return nil, errcode.New(errcode.Protected, v.Name+" is managed by the server; choose another view name")
 	}
 	selectSQL, err := ex.checkedSelect(v.Select)
 	if err != nil {
@@ -63,9 +48,9 @@ func (ex *executor) createView() (*ipc.Response, error) {
 	switch {
 	case prevType == "":
 	case prevType != "view":
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("a %s named %s exists; choose another view name", prevType, v.Name))
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("a %s named %s exists; choose another view name", prevType, v.Name))
 	case !v.Replace:
-		return nil, ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf("view %s already exists; pass replace=true to replace it (the previous definition is kept in query_log)", v.Name))
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("view %s already exists; pass replace=true to replace it (the previous definition is kept in query_log)", v.Name))
 	}
 
 	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
@@ -118,13 +103,13 @@ func (ex *executor) checkedSelect(sql string) (string, error) {
 	}
 	defer st.Finalize()
 	if !st.Readonly() || st.ColumnCount() == 0 || st.IsExplain() != 0 {
-		return "", ipc.NewError(ipc.CodeInvalidArgument, "select_sql must be one SELECT (or WITH ... SELECT) statement")
+		return "", errcode.New(errcode.InvalidArgument, "select_sql must be one SELECT (or WITH ... SELECT) statement")
 	}
 	text = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(text), ";"))
 	if endsInOpenComment(text) {
 		// SQLite would store the open comment as the end of the view, and
 		// no statement could follow it in get_schema's output.
-		return "", ipc.NewError(ipc.CodeInvalidArgument, "select_sql ends inside a /* comment that is never closed; close it with */ or remove it")
+		return "", errcode.New(errcode.InvalidArgument, "select_sql ends inside a /* comment that is never closed; close it with */ or remove it")
 	}
 	return text, nil
 }
@@ -144,8 +129,8 @@ func (ex *executor) readBack(name string) error {
 		st.Finalize()
 		return nil
 	}
-	var coded *ipc.Error
-	if errors.As(err, &coded) && coded.Code != ipc.CodeSQL {
+	var coded *errcode.Error
+	if errors.As(err, &coded) && coded.Code != errcode.SQL {
 		return err
 	}
 	msg := err.Error()
@@ -156,7 +141,7 @@ func (ex *executor) readBack(name string) error {
 	if strings.Contains(msg, "unsafe use of") {
 		why = " (the server runs SQLite with trusted_schema=OFF: a view may not use pragma_* table-valued functions, or functions and virtual tables that are not marked innocuous, such as rtreecheck(); full-text MATCH, bm25(), highlight() and snippet() are fine)"
 	}
-	return ipc.NewError(ipc.CodeInvalidArgument, fmt.Sprintf(
+	return errcode.New(errcode.InvalidArgument, fmt.Sprintf(
 		"select_sql runs on its own but SQLite would not read it as a view: %s%s; nothing was stored. Run this SELECT with read_query instead, or save a view without it", msg, why))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -77,7 +78,7 @@ func TestVirtualTableReads(t *testing.T) {
 				switch {
 				case mode == "select" && isStatement:
 					// query_database answers SELECT and WITH ... SELECT only.
-					if resp.OK || resp.Code != ipc.CodeReadOnly || !strings.Contains(resp.Message, "only SELECT or WITH ... SELECT") {
+					if resp.OK || resp.Code != errcode.ReadOnly || !strings.Contains(resp.Message, "only SELECT or WITH ... SELECT") {
 						t.Fatalf("got %+v", resp)
 					}
 				case !resp.OK:
@@ -120,24 +121,25 @@ func TestFTSCommands(t *testing.T) {
 	const hits = "SELECT (SELECT count(*) FROM cl WHERE cl MATCH 'alpha') || '/' || (SELECT count(*) FROM ext WHERE ext MATCH 'alpha') || '/' || (SELECT count(*) FROM ft WHERE ft MATCH 'alpha') AS hits"
 	tests := []struct {
 		name, mode, sql string
-		code, text      string // code "" means allowed
+		code            errcode.Code // "" means allowed
+		text            string
 		hits            string // cl/ext/ft matches for 'alpha' afterwards, when set
 	}{
-		{"delete-all contentless", "write", "INSERT INTO cl(cl) VALUES('delete-all')", ipc.CodeReadOnly, "use destructive_query", "1/1/1"},
-		{"delete-all any case", "write", "INSERT INTO cl(cl) VALUES('DELETE-All')", ipc.CodeReadOnly, "INSERT INTO cl(cl) VALUES('DELETE-All') is not allowed in write_query", "1/1/1"},
-		{"delete-all external content", "write", "INSERT INTO ext(ext) VALUES('delete-all')", ipc.CodeReadOnly, "destructive_query", "1/1/1"},
-		{"delete one row", "write", "INSERT INTO cl(cl, rowid, body) VALUES('delete', 1, 'alpha beta')", ipc.CodeReadOnly, "destructive_query", "1/1/1"},
-		{"replace delete-all", "write", "REPLACE INTO ext(ext) VALUES('delete-all')", ipc.CodeReadOnly, "destructive_query", "1/1/1"},
-		{"command from a subquery", "write", "INSERT INTO cl(cl) SELECT 'delete-all'", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from a scalar subquery", "write", "INSERT INTO cl(cl) VALUES((SELECT 'delete-all'))", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from a function", "write", "INSERT INTO cl(cl) VALUES(lower('DELETE-ALL'))", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from a concatenation", "write", "INSERT INTO cl(cl) VALUES('delete' || '-all')", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from CASE", "write", "INSERT INTO cl(cl) VALUES(CASE WHEN 1 THEN 'delete-all' ELSE 'optimize' END)", ipc.CodeReadOnly, "", "1/1/1"},
-		{"command from a parameter", "write", "INSERT INTO cl(cl) VALUES(?1)", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"commands from several rows", "write", "INSERT INTO cl(cl) VALUES('optimize'), ('delete-all')", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from a trigger", "write", "INSERT INTO cmds VALUES ('delete-all')", ipc.CodeReadOnly, "computed while it runs", "1/1/1"},
-		{"command from a CTE", "write", "WITH c(x) AS (SELECT 'delete-all') INSERT INTO cl(cl) SELECT x FROM c", ipc.CodeReadOnly, "", "1/1/1"},
-		{"unknown command", "write", "INSERT INTO cl(cl) VALUES(' delete-all')", ipc.CodeReadOnly, "is not one of the FTS maintenance commands", "1/1/1"},
+		{"delete-all contentless", "write", "INSERT INTO cl(cl) VALUES('delete-all')", errcode.ReadOnly, "use destructive_query", "1/1/1"},
+		{"delete-all any case", "write", "INSERT INTO cl(cl) VALUES('DELETE-All')", errcode.ReadOnly, "INSERT INTO cl(cl) VALUES('DELETE-All') is not allowed in write_query", "1/1/1"},
+		{"delete-all external content", "write", "INSERT INTO ext(ext) VALUES('delete-all')", errcode.ReadOnly, "destructive_query", "1/1/1"},
+		{"delete one row", "write", "INSERT INTO cl(cl, rowid, body) VALUES('delete', 1, 'alpha beta')", errcode.ReadOnly, "destructive_query", "1/1/1"},
+		{"replace delete-all", "write", "REPLACE INTO ext(ext) VALUES('delete-all')", errcode.ReadOnly, "destructive_query", "1/1/1"},
+		{"command from a subquery", "write", "INSERT INTO cl(cl) SELECT 'delete-all'", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from a scalar subquery", "write", "INSERT INTO cl(cl) VALUES((SELECT 'delete-all'))", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from a function", "write", "INSERT INTO cl(cl) VALUES(lower('DELETE-ALL'))", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from a concatenation", "write", "INSERT INTO cl(cl) VALUES('delete' || '-all')", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from CASE", "write", "INSERT INTO cl(cl) VALUES(CASE WHEN 1 THEN 'delete-all' ELSE 'optimize' END)", errcode.ReadOnly, "", "1/1/1"},
+		{"command from a parameter", "write", "INSERT INTO cl(cl) VALUES(?1)", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"commands from several rows", "write", "INSERT INTO cl(cl) VALUES('optimize'), ('delete-all')", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from a trigger", "write", "INSERT INTO cmds VALUES ('delete-all')", errcode.ReadOnly, "computed while it runs", "1/1/1"},
+		{"command from a CTE", "write", "WITH c(x) AS (SELECT 'delete-all') INSERT INTO cl(cl) SELECT x FROM c", errcode.ReadOnly, "", "1/1/1"},
+		{"unknown command", "write", "INSERT INTO cl(cl) VALUES(' delete-all')", errcode.ReadOnly, "is not one of the FTS maintenance commands", "1/1/1"},
 		{"optimize", "write", "INSERT INTO cl(cl) VALUES('optimize')", "", "ok: 1 rows affected", "1/1/1"},
 		{"merge", "write", "INSERT INTO ft(ft, rank) VALUES('merge', 16)", "", "ok", "1/1/1"},
 		{"rebuild external content", "write", "INSERT INTO ext(ext) VALUES('rebuild')", "", "ok", "1/1/1"},
@@ -152,7 +154,7 @@ func TestFTSCommands(t *testing.T) {
 		{"update of the command column", "write", "UPDATE ft SET body = 'alpha' WHERE rowid = 2", "", "ok", "1/1/2"},
 		{"delete-all in destructive", "destructive", "INSERT INTO cl(cl) VALUES('delete-all')", "", "ok", "0/1/1"},
 		{"computed delete-all in destructive", "destructive", "INSERT INTO ext(ext) SELECT 'delete-all'", "", "ok", "1/0/1"},
-		{"delete-all in read", "read", "INSERT INTO cl(cl) VALUES('delete-all')", ipc.CodeReadOnly, "INSERT is not allowed in read_query", "1/1/1"},
+		{"delete-all in read", "read", "INSERT INTO cl(cl) VALUES('delete-all')", errcode.ReadOnly, "INSERT is not allowed in read_query", "1/1/1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,8 +183,9 @@ func TestFTSCommands(t *testing.T) {
 // would not read are refused with the reason, and nothing is stored.
 func TestViewsAreReadable(t *testing.T) {
 	tests := []struct {
-		name, sql  string
-		code, text string // code "" means stored and readable; text is then in the read
+		name, sql string
+		code      errcode.Code // "" means stored and readable; text is then in the read
+		text      string
 	}{
 		{"match", "SELECT rowid, body FROM ft WHERE ft MATCH 'alpha'", "", "1,alpha beta"},
 		{"highlight and rank", "SELECT highlight(ft, 0, '[', ']') AS h, bm25(ft) < 0 AS scored FROM ft WHERE ft MATCH 'gamma' ORDER BY rank", "", "[gamma] delta,1"},
@@ -190,10 +193,10 @@ func TestViewsAreReadable(t *testing.T) {
 		{"table-valued fts", "SELECT rowid FROM ft('delta')", "", "2"},
 		{"rtree", "SELECT id FROM rt WHERE minx >= 2", "", "2"},
 		{"ends in a line comment", "SELECT 1 AS one -- the first", "", "one\n1"},
-		{"pragma function", "SELECT name FROM pragma_table_info('notes')", ipc.CodeInvalidArgument, `unsafe use of virtual table "pragma_table_info"`},
-		{"rtreecheck", "SELECT rtreecheck('rt') AS c", ipc.CodeInvalidArgument, "trusted_schema=OFF"},
-		{"open block comment", "SELECT 1 /* never closed", ipc.CodeInvalidArgument, "never closed"},
-		{"dbpage", "SELECT pgno FROM sqlite_dbpage", ipc.CodePolicy, "sqlite_dbpage"},
+		{"pragma function", "SELECT name FROM pragma_table_info('notes')", errcode.InvalidArgument, `unsafe use of virtual table "pragma_table_info"`},
+		{"rtreecheck", "SELECT rtreecheck('rt') AS c", errcode.InvalidArgument, "trusted_schema=OFF"},
+		{"open block comment", "SELECT 1 /* never closed", errcode.InvalidArgument, "never closed"},
+		{"dbpage", "SELECT pgno FROM sqlite_dbpage", errcode.Policy, "sqlite_dbpage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +242,7 @@ func TestSchemaTerminators(t *testing.T) {
 			t.Fatalf("%s: %+v", sql, r)
 		}
 	}
-	if r := execute(request(db, ipc.OpQuery, "write", "CREATE INDEX notes_x ON notes(body, id) /* open"), log); r.OK || r.Code != ipc.CodeInvalidArgument || !strings.Contains(r.Message, "never closed") {
+	if r := execute(request(db, ipc.OpQuery, "write", "CREATE INDEX notes_x ON notes(body, id) /* open"), log); r.OK || r.Code != errcode.InvalidArgument || !strings.Contains(r.Message, "never closed") {
 		t.Fatalf("an index ending in an open comment: %+v", r)
 	}
 	if r := execute(request(db, ipc.OpQuery, "read", "SELECT 1 /* open"), log); !r.OK {

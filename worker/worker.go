@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -25,21 +26,23 @@ import (
 // the JSON codec. After the request only what depends on it runs, and the
 // response is written before the connection is closed.
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
+	// What the front said before any request, read once.
+	env, envErrs := ipc.DecodeWorkerEnv(os.Getenv)
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "worker",
 		Output:     stderr,
 		JSONFormat: true,
-		Level:      hclog.LevelFromString(os.Getenv("MCP_SQLITE_WORKER_LOG_LEVEL")),
+		Level:      hclog.LevelFromString(env.LogLevel),
 	})
-	if err := startSandbox(log); err != nil {
+	if err := startSandbox(env, envErrs.Sandbox, log); err != nil {
 		// Refuse to run unconfined when confinement was asked for.
-		_ = ipc.WriteResponse(stdout, ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
+		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
 		return 1
 	}
 	// A limit that cannot be set fails the request, not the standby: the
 	// call that takes this worker gets the reason.
-	standbyErr := prepare(log)
-	if err := ipc.SignalReady(stdout, os.Getenv); err != nil {
+	standbyErr := prepare(env, envErrs.MemoryMB, log)
+	if err := env.SignalReady(stdout); err != nil {
 		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
 	}
@@ -51,10 +54,10 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err == nil {
-		err = admit(req, log)
+		err = admit(req, env.TempDir, log)
 	}
 	if err == nil && standbyErr != nil {
-		err = ipc.NewError(ipc.CodeWorkerFailed, "could not limit the worker: "+standbyErr.Error())
+		err = errcode.New(errcode.WorkerFailed, "could not limit the worker: "+standbyErr.Error())
 	}
 	var resp *ipc.Response
 	version := ipc.Version
@@ -68,7 +71,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 			progress = stdout
 		}
 		version = req.Version
-		resp, release = run(req, log, progress)
+		resp, release = run(req, env.FrontPID, log, progress)
 	}
 	resp.Version = version
 	werr := ipc.WriteResponse(stdout, resp)
@@ -113,20 +116,11 @@ func isTerminal(r io.Reader) bool {
 	return ok && terminal(f)
 }
 
-// Execute runs req and always returns a response. It applies the process
-// limits first, so call it only in a process of its own. Progress frames go
-// to progress before the caller writes the response; nil writes none.
-func Execute(req *ipc.Request, log hclog.Logger, progress io.Writer) *ipc.Response {
-	resp, release := run(req, log, progress)
-	release()
-	return resp
-}
-
 // run applies the limits that depend on req, then executes it. It returns
 // the response and the function that releases the connection, to be called
-// once the response is written.
-func run(req *ipc.Request, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
-	if err := applyLimits(req, log); err != nil {
+// once the response is written. frontPID is the front's pid, if it said.
+func run(req *ipc.Request, frontPID int, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
+	if err := applyLimits(req, frontPID, log); err != nil {
 		return ipc.Failure(err), func() {}
 	}
 	return executeHeld(req, log, progress)
@@ -146,7 +140,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("worker panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = ipc.Failure(ipc.NewError(ipc.CodeWorkerFailed, "the worker hit an internal error; the statement did not complete"))
+			resp = ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker hit an internal error; the statement did not complete"))
 		}
 	}()
 	ex, err := open(req, log)
@@ -181,7 +175,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	case ipc.OpSnapshot:
 		resp, err = ex.snapshotNow()
 	default:
-		err = ipc.NewError(ipc.CodeInvalidArgument, "unknown op "+req.Op)
+		err = errcode.New(errcode.InvalidArgument, "unknown op "+req.Op)
 	}
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))
@@ -194,7 +188,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 
 // classify turns a SQLite error into the agent's error code.
 func (ex *executor) classify(err error) error {
-	var coded *ipc.Error
+	var coded *errcode.Error
 	if errors.As(err, &coded) {
 		return coded
 	}
@@ -203,30 +197,30 @@ func (ex *executor) classify(err error) error {
 	}
 	var se *rawsqlite.Error
 	if !errors.As(err, &se) {
-		return ipc.NewError(ipc.CodeWorkerFailed, err.Error())
+		return errcode.New(errcode.WorkerFailed, err.Error())
 	}
 	switch se.Primary() {
 	case rawsqlite.ResultInterrupt:
-		return ipc.NewError(ipc.CodeTimeout, fmt.Sprintf("query stopped after %s (interrupted); narrow the query, add a LIMIT, or raise --query-timeout", durationText(ex.req.Limits.TimeoutMS)))
+		return errcode.QueryTimeout(time.Duration(ex.req.Limits.TimeoutMS)*time.Millisecond, "interrupted")
 	case rawsqlite.ResultNoMem:
-		return ipc.NewError(ipc.CodeResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
 	case rawsqlite.ResultFull:
-		return ipc.NewError(ipc.CodeResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
 	case rawsqlite.ResultAuth:
-		return ipc.NewError(ipc.CodePolicy, se.Msg+"; the statement uses something no tool allows")
+		return errcode.New(errcode.Policy, se.Msg+"; the statement uses something no tool allows")
 	case rawsqlite.ResultBusy, rawsqlite.ResultLocked:
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, se.Msg+"; another writer holds the database, retry the call")
+		return errcode.New(errcode.DatabaseUnavailable, se.Msg+"; another writer holds the database, retry the call")
 	case rawsqlite.ResultNotADB, rawsqlite.ResultCorrupt, rawsqlite.ResultCantOpen, rawsqlite.ResultIOErr:
-		return ipc.NewError(ipc.CodeDatabaseUnavailable, se.Msg)
+		return errcode.New(errcode.DatabaseUnavailable, se.Msg)
 	case rawsqlite.ResultReadOnly:
-		return ipc.NewError(ipc.CodeReadOnly, se.Msg+"; this database is read-only")
+		return errcode.New(errcode.ReadOnly, se.Msg+"; this database is read-only")
 	}
 	if strings.HasPrefix(se.Msg, "no such table: ") {
 		// Both profiles have list_tables; the policy's TABLE_NOT_FOUND
 		// path says the same.
-		return ipc.NewError(ipc.CodeSQL, se.Msg+"; list_tables shows the tables")
+		return errcode.New(errcode.SQL, se.Msg+"; list_tables shows the tables")
 	}
-	return ipc.NewError(ipc.CodeSQL, se.Msg+matchHint(se.Msg, ex.req.SQL))
+	return errcode.New(errcode.SQL, se.Msg+matchHint(se.Msg, ex.req.SQL))
 }
 
 // fts5Syntax is the hint for a full-text query that FTS5 could not parse.
@@ -246,11 +240,4 @@ func matchHint(msg, sql string) string {
 		return "; MATCH needs a full-text table on its left: WHERE memory_events_fts MATCH 'words' (join memory_events ON id = memory_events_fts.rowid for the other columns)"
 	}
 	return ""
-}
-
-func durationText(ms int64) string {
-	if ms%1000 == 0 {
-		return fmt.Sprintf("%ds", ms/1000)
-	}
-	return (time.Duration(ms) * time.Millisecond).String()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -54,26 +55,27 @@ func request(db, op, mode, sql string) *ipc.Request {
 func TestQuery(t *testing.T) {
 	tests := []struct {
 		name, mode, sql string
-		code, text      string
+		code            errcode.Code
+		text            string
 	}{
 		{"csv", "read", "SELECT * FROM t ORDER BY id", "", "id,name,score\n1,a,1.5\n2,b,\n3,\"\",2.0\n# 3 rows"},
-		{"empty", "read", "  -- nothing\n", ipc.CodeInvalidArgument, "the query is empty"},
-		{"two statements", "read", "SELECT 1; SELECT 2", ipc.CodeMultipleStatements, "only one statement"},
+		{"empty", "read", "  -- nothing\n", errcode.InvalidArgument, "the query is empty"},
+		{"two statements", "read", "SELECT 1; SELECT 2", errcode.MultipleStatements, "only one statement"},
 		{"trailing semicolons and comment", "read", "SELECT 1 AS x;; -- done", "", "x\n1\n# 1 rows"},
-		{"syntax", "read", "SELEC 1", ipc.CodeSQL, "syntax error"},
-		{"no table", "read", "SELECT * FROM nope", ipc.CodeSQL, "no such table: nope; list_tables shows the tables"},
-		{"write in read", "read", "INSERT INTO t (name) VALUES ('x')", ipc.CodeReadOnly, "write_query"},
+		{"syntax", "read", "SELEC 1", errcode.SQL, "syntax error"},
+		{"no table", "read", "SELECT * FROM nope", errcode.SQL, "no such table: nope; list_tables shows the tables"},
+		{"write in read", "read", "INSERT INTO t (name) VALUES ('x')", errcode.ReadOnly, "write_query"},
 		{"reindex in read", "read", "REINDEX", "", ""},
 		{"insert", "write", "INSERT INTO t (name) VALUES ('x')", "", "ok: 1 rows affected (last_insert_rowid=4)"},
 		{"select in write", "write", "SELECT count(*) AS n FROM t", "", "n\n3\n# 1 rows"},
-		{"update guard", "write", "UPDATE t SET score = 0", ipc.CodePolicy, "would change 3 rows, more than --max-update-rows=2"},
+		{"update guard", "write", "UPDATE t SET score = 0", errcode.Policy, "would change 3 rows, more than --max-update-rows=2"},
 		{"small update", "write", "UPDATE t SET score = 0 WHERE id = 1", "", "ok: 1 rows affected"},
 		{"ddl", "write", "CREATE TABLE u (a)", "", "ok: schema statement executed"},
-		{"protected", "write", "INSERT INTO memory_events (content) VALUES ('x')", ipc.CodeProtected, "memory_events"},
-		{"vacuum", "destructive", "VACUUM", ipc.CodePolicy, "VACUUM"},
+		{"protected", "write", "INSERT INTO memory_events (content) VALUES ('x')", errcode.Protected, "memory_events"},
+		{"vacuum", "destructive", "VACUUM", errcode.Policy, "VACUUM"},
 		{"delete", "destructive", "DELETE FROM t WHERE id = 3", "", "ok: 1 rows affected; snapshots are disabled"},
-		{"fk", "write", "INSERT INTO kids (t_id) VALUES (99)", ipc.CodeSQL, "FOREIGN KEY constraint failed"},
-		{"bad mode", "sudo", "SELECT 1", ipc.CodeInvalidArgument, "mode"},
+		{"fk", "write", "INSERT INTO kids (t_id) VALUES (99)", errcode.SQL, "FOREIGN KEY constraint failed"},
+		{"bad mode", "sudo", "SELECT 1", errcode.InvalidArgument, "mode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,14 +118,14 @@ func TestQueryPagingAndJSON(t *testing.T) {
 func TestSelectModeRefusesExplain(t *testing.T) {
 	req := request(testDB(t), ipc.OpQuery, "select", "EXPLAIN SELECT 1")
 	req.ReadOnlyFile = true
-	if resp := execute(req, hclog.NewNullLogger()); resp.OK || resp.Code != ipc.CodeReadOnly {
+	if resp := execute(req, hclog.NewNullLogger()); resp.OK || resp.Code != errcode.ReadOnly {
 		t.Fatalf("got %+v", resp)
 	}
 }
 
 func TestMissingDatabase(t *testing.T) {
 	resp := execute(request(filepath.Join(t.TempDir(), "none.db"), ipc.OpQuery, "read", "SELECT 1"), hclog.NewNullLogger())
-	if resp.Code != ipc.CodeDatabaseUnavailable {
+	if resp.Code != errcode.DatabaseUnavailable {
 		t.Fatalf("got %+v", resp)
 	}
 }
@@ -147,7 +149,7 @@ func TestCatalogue(t *testing.T) {
 		t.Fatalf("describe json: %s", resp.Text)
 	}
 	req.Table = &ipc.Table{Name: "nope", JSON: true}
-	if resp := execute(req, log); resp.Code != ipc.CodeTableNotFound || resp.Message != `Table "nope" does not exist.` {
+	if resp := execute(req, log); resp.Code != errcode.TableNotFound || resp.Message != `Table "nope" does not exist.` {
 		t.Fatalf("not found: %+v", resp)
 	}
 	req = request(db, ipc.OpSchema, "read", "")
@@ -171,7 +173,7 @@ func TestCreateView(t *testing.T) {
 		t.Fatalf("replace: %+v", resp)
 	}
 	req.View = &ipc.View{Name: "w", Select: "DELETE FROM t"}
-	if resp := execute(req, log); resp.OK || resp.Code != ipc.CodeReadOnly {
+	if resp := execute(req, log); resp.OK || resp.Code != errcode.ReadOnly {
 		t.Fatalf("writing select: %+v", resp)
 	}
 }
@@ -209,20 +211,24 @@ func TestMainRefusesBadFrames(t *testing.T) {
 }
 
 func TestSettingReads(t *testing.T) {
-	tests := []struct{ mode, sql, code, text string }{
+	tests := []struct {
+		mode, sql string
+		code      errcode.Code
+		text      string
+	}{
 		{"read", "PRAGMA journal_mode", "", "journal_mode\nwal\n# 1 rows"},
 		{"read", "PRAGMA user_version", "", "user_version\n0\n# 1 rows"},
 		{"write", "PRAGMA application_id", "", "application_id\n0\n# 1 rows"},
 		{"read", "PRAGMA main.journal_mode", "", "journal_mode\nwal\n# 1 rows"},
 		{"read", "EXPLAIN PRAGMA user_version", "", "addr,opcode,p1,p2,p3,p4,p5,comment"},
 		{"read", "EXPLAIN QUERY PLAN SELECT * FROM t WHERE id = 1", "", "SEARCH t USING INTEGER PRIMARY KEY"},
-		{"read", "PRAGMA journal_mode = ''", ipc.CodePolicy, "PRAGMA journal_mode = '' is not allowed in any tool: a PRAGMA with a value sets it"},
-		{"destructive", "PRAGMA user_version = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
-		{"read", "PRAGMA schema_version = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
-		{"read", "PRAGMA query_only = ''", ipc.CodePolicy, "PRAGMA query_only = '' is not allowed"},
-		{"read", "PRAGMA auto_vacuum = ''", ipc.CodePolicy, "PRAGMA auto_vacuum = '' is not allowed"},
-		{"read", "PRAGMA auto_vacuum = 1", ipc.CodePolicy, "PRAGMA auto_vacuum = 1 is not allowed"},
-		{"write", "EXPLAIN PRAGMA journal_mode = ''", ipc.CodePolicy, "a PRAGMA with a value sets it"},
+		{"read", "PRAGMA journal_mode = ''", errcode.Policy, "PRAGMA journal_mode = '' is not allowed in any tool: a PRAGMA with a value sets it"},
+		{"destructive", "PRAGMA user_version = ''", errcode.Policy, "a PRAGMA with a value sets it"},
+		{"read", "PRAGMA schema_version = ''", errcode.Policy, "a PRAGMA with a value sets it"},
+		{"read", "PRAGMA query_only = ''", errcode.Policy, "PRAGMA query_only = '' is not allowed"},
+		{"read", "PRAGMA auto_vacuum = ''", errcode.Policy, "PRAGMA auto_vacuum = '' is not allowed"},
+		{"read", "PRAGMA auto_vacuum = 1", errcode.Policy, "PRAGMA auto_vacuum = 1 is not allowed"},
+		{"write", "EXPLAIN PRAGMA journal_mode = ''", errcode.Policy, "a PRAGMA with a value sets it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+" "+tt.sql, func(t *testing.T) {

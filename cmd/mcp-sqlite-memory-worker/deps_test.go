@@ -74,14 +74,25 @@ type pkg struct {
 	imports []string
 }
 
+const (
+	workerMain = "github.com/mcp-sqlite-memory/mcp-sqlite-memory/cmd/mcp-sqlite-memory-worker"
+	serverPkg  = "github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	workerPkg  = "github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+)
+
 // deps lists the worker's packages for goos with their imports.
 func deps(t *testing.T, goos string) map[string]pkg {
+	return depsOf(t, goos, ".")
+}
+
+// depsOf lists the packages pattern links for goos, with their imports.
+func depsOf(t *testing.T, goos, pattern string) map[string]pkg {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go tool is not on PATH")
 	}
-	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", ".")
+	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", pattern)
 	cmd.Env = append(os.Environ(), "GOOS="+goos)
 	out, err := cmd.Output()
 	if err != nil {
@@ -100,10 +111,12 @@ func deps(t *testing.T, goos string) map[string]pkg {
 }
 
 // chain is one import path from the worker's main package to target.
-func chain(m map[string]pkg, target string) string {
-	const main = "github.com/mcp-sqlite-memory/mcp-sqlite-memory/cmd/mcp-sqlite-memory-worker"
-	prev := map[string]string{main: ""}
-	queue := []string{main}
+func chain(m map[string]pkg, target string) string { return chainFrom(m, workerMain, target) }
+
+// chainFrom is one import path from the package from to target.
+func chainFrom(m map[string]pkg, from, target string) string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
@@ -182,5 +195,22 @@ func TestForbiddenListCatchesTheServer(t *testing.T) {
 		if !slices.Contains(caught, want) {
 			t.Errorf("the forbidden list does not catch %s in the server's graph (caught %d packages)", want, len(caught))
 		}
+	}
+}
+
+// TestServerDoesNotLinkWorker: the front and the worker share the contract
+// in ipc (the worker's environment, the snapshot file names) and the rules
+// in policy, never each other's code.
+func TestServerDoesNotLinkWorker(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		t.Run(goos, func(t *testing.T) {
+			m := depsOf(t, goos, "../../server")
+			if _, ok := m[serverPkg]; !ok {
+				t.Fatalf("go list did not list the server package (%d packages)", len(m))
+			}
+			if _, ok := m[workerPkg]; ok {
+				t.Errorf("the server links the worker package:\n  %s", chainFrom(m, serverPkg, workerPkg))
+			}
+		})
 	}
 }

@@ -1,0 +1,144 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+)
+
+// One request in a started worker: written, answered or stopped.
+
+type readResult struct {
+	resp *Response
+	err  error
+}
+
+// budgets are the kill deadlines of one request: the statement's timeout,
+// and a destructive query's own snapshot budget, which the worker opens
+// and closes with progress frames.
+type budgets struct {
+	statement, snapshot time.Duration
+}
+
+func budgetsOf(req *Request) budgets {
+	b := budgets{statement: time.Duration(req.Limits.TimeoutMS) * time.Millisecond}
+	if b.statement <= 0 {
+		b.statement = 10 * time.Second
+	}
+	if s := req.Snapshot; s != nil && s.Keep > 0 {
+		b.snapshot = time.Duration(s.TimeoutMS) * time.Millisecond
+		if b.snapshot <= 0 {
+			b.snapshot = b.statement
+		}
+	}
+	return b
+}
+
+func (p *process) run(ctx context.Context, req *Request, onProgress func(Progress), background *sync.WaitGroup) *Response {
+	b := budgetsOf(req)
+	// Phase changes reach the kill timer below: at most a snapshot start
+	// and, after it, a statement start, so two slots never block.
+	phases := make(chan string, 2)
+	answered := make(chan readResult, 1)
+	drained := make(chan struct{})
+	go func() {
+		phase := ""
+		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {
+			switch {
+			case pr.Phase == PhaseSnapshot && phase == "" && b.snapshot > 0,
+				pr.Phase == PhaseStatement && phase == PhaseSnapshot:
+				phase = pr.Phase
+				phases <- phase
+			}
+			if onProgress != nil {
+				onProgress(pr)
+			}
+		})
+		answered <- readResult{resp, err}
+		// Drain what is left so that a chatty worker cannot block on a full
+		// pipe before it exits.
+		_, _ = io.Copy(io.Discard, p.stdout)
+		close(drained)
+	}()
+	if err := WriteFrame(p.stdin, req); err != nil {
+		// The worker died before reading; its exit tells why below.
+		p.relay.log.Debug("writing request failed", "error", err)
+	}
+	_ = p.stdin.Close()
+
+	budget := b.statement
+	timer := time.NewTimer(budget + KillGrace)
+	defer timer.Stop()
+	var res readResult
+	killed, phase := "", ""
+wait:
+	for {
+		select {
+		case res = <-answered:
+			break wait
+		case phase = <-phases:
+			// The snapshot has its own budget; the statement's timeout
+			// starts again once the snapshot is complete.
+			budget = b.statement
+			if phase == PhaseSnapshot {
+				budget = b.snapshot
+			}
+			timer.Reset(budget + KillGrace)
+		case <-timer.C:
+			killed = "timeout"
+			p.kill()
+			res = <-answered
+			break wait
+		case <-ctx.Done():
+			killed = "cancelled"
+			p.kill()
+			res = <-answered
+			break wait
+		}
+	}
+	if killed == "" && res.err == nil {
+		// Answered: the worker is exiting; reap it off the call path.
+		background.Add(1)
+		go func() {
+			defer background.Done()
+			<-drained
+			_ = p.wait()
+		}()
+		return res.resp
+	}
+	<-drained
+	waitErr := p.wait()
+
+	switch {
+	case killed == "timeout" && phase == PhaseSnapshot:
+		return Failure(errcode.SnapshotTimeout(budget, true))
+	case killed == "timeout":
+		return Failure(errcode.QueryTimeout(budget, "worker killed"))
+	case killed == "cancelled":
+		return Failure(errcode.New(errcode.Cancelled, "the call was cancelled; its worker was stopped and nothing it did was kept"))
+	}
+	if p.relay.sawOutOfMemory() {
+		return Failure(errcode.New(errcode.ResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))
+	}
+	if errors.Is(res.err, errEmptyFrame) {
+		return Failure(errcode.New(errcode.WorkerFailed, "the worker exited without an answer ("+exitText(waitErr)+"); the statement may be malformed in a way the worker could not report, try again or simplify it"))
+	}
+	return Failure(errcode.New(errcode.WorkerFailed, "the worker sent an unreadable answer ("+res.err.Error()+"; "+exitText(waitErr)+")"))
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return strings.TrimPrefix(ee.Error(), "exit ")
+	}
+	return err.Error()
+}

@@ -1,0 +1,83 @@
+package ipc
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The names of the files in the snapshot folder, which the front and the
+// worker both read: a worker writes <stem>.<random>.partial and renames it
+// to <stem>.<stamp>Z<tag>.db when it is complete (PartialSuffix).
+
+// stampLayout is the time in a snapshot's name; it sorts by name in time
+// order.
+const stampLayout = "20060102T150405.000"
+
+// PreRestoreTag marks the name of the safety snapshot that restore takes
+// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. Such a
+// snapshot is a full copy like any other and counts toward retention.
+const PreRestoreTag = ".pre-restore"
+
+// UndoTag marks an undo record's name: <stem>.<stamp>Z.undo.db (package
+// undo; SPEC 5.6). It counts toward retention like a full copy.
+const UndoTag = ".undo"
+
+// SnapshotTags are the name parts a snapshot may carry between its stamp
+// and ".db" ("" for destructive_query's and the snapshot tool's).
+var SnapshotTags = []string{"", PreRestoreTag, UndoTag}
+
+// SnapshotFileName is the name of the snapshot of stem taken at taken,
+// with tag (one of SnapshotTags): <stem>.<stamp>Z<tag>.db.
+func SnapshotFileName(stem, tag string, taken time.Time) string {
+	return stem + "." + taken.UTC().Format(stampLayout) + "Z" + tag + ".db"
+}
+
+// IsSnapshotName reports whether name (a file name, no folder) is
+// <stem>.<stamp>Z<tag>.db for one of SnapshotTags, as retention counts
+// them. The stamp comes first, so names sort in time order whatever their
+// tag.
+func IsSnapshotName(name, stem string) bool {
+	for _, tag := range SnapshotTags {
+		end := "Z" + tag + ".db"
+		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
+			continue
+		}
+		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// SnapshotLeftovers lists what stopped snapshots of stem left in dir:
+// partial files (and any journal of theirs), and snapshots that an older
+// version wrote in place and never finished (a hot journal beside them),
+// with that journal. Call it only while no worker of any server may be
+// writing a snapshot of this database: a partial file of a running
+// snapshot looks the same.
+func SnapshotLeftovers(dir, stem string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	var out []string
+	for n := range names {
+		base, _ := strings.CutSuffix(n, "-journal")
+		switch {
+		case strings.HasPrefix(base, stem+".") && strings.HasSuffix(base, PartialSuffix):
+			out = append(out, filepath.Join(dir, n))
+		case IsSnapshotName(base, stem) && names[base+"-journal"]:
+			// The snapshot and its journal are both listed, once each.
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

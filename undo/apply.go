@@ -1,0 +1,513 @@
+package undo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// Options change how Apply treats a database that moved on.
+type Options struct {
+	// Force overwrites rows and objects that were changed since the
+	// record was taken, instead of refusing.
+	Force bool
+	// Protected reports tables an undo must never touch (the server's
+	// own); a record that would is refused, also with Force.
+	Protected func(table string) bool
+}
+
+// Conflict is one row or object the undo would put back that was changed
+// since the record was taken.
+type Conflict struct {
+	Table string // table (or object) name
+	Key   string // the row's key, "id=2"; "" for an object
+	What  string // what changed
+}
+
+func (c Conflict) String() string {
+	if c.Key == "" {
+		return c.Table + ": " + c.What
+	}
+	return c.Table + " (" + c.Key + "): " + c.What
+}
+
+// ConflictError is Apply's refusal: nothing was changed.
+type ConflictError struct{ Conflicts []Conflict }
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the undo record was not applied: %d rows or objects it would put back were changed since it was taken, and nothing was changed:", len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(e.Conflicts)-i)
+			break
+		}
+		b.WriteString("\n  " + c.String())
+	}
+	b.WriteString("\nrestore them by hand, or run restore again with --force to overwrite them with the record's rows")
+	return b.String()
+}
+
+// Record is what an undo record says about itself.
+type Record struct {
+	Format    int64
+	Taken     string
+	Statement string
+	Reason    string
+	Tables    string
+	Rows      int64
+}
+
+// Result is what Apply did.
+type Result struct {
+	Record
+	Rows        int64      // rows put back (changeset rows and copied rows)
+	Objects     int        // objects dropped or recreated
+	Overwritten []Conflict // conflicts Force overwrote
+}
+
+// IsRecord reports whether the SQLite file at path is an undo record.
+func IsRecord(path string) bool {
+	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	n, err := scalar(c, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('undo_info', 'undo_changeset', 'undo_schema', 'undo_rows')")
+	if err != nil || n != 4 {
+		return false
+	}
+	// A database of the agent's own could have tables of these names.
+	k, err := scalar(c, "SELECT count(*) FROM undo_info WHERE kind = ?1", Kind)
+	return err == nil && k == 1
+}
+
+// ReadRecord reads the record's undo_info.
+func ReadRecord(path string) (Record, error) {
+	var r Record
+	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	if err != nil {
+		return r, err
+	}
+	defer c.Close()
+	return readInfo(c)
+}
+
+func readInfo(c *rawsqlite.Conn) (Record, error) {
+	var r Record
+	found := false
+	err := each(c, "SELECT format, taken, statement, reason, tables, rows FROM undo_info", func(st *rawsqlite.Stmt) error {
+		found = true
+		r = Record{Format: st.ColumnInt64(0), Taken: st.ColumnText(1), Statement: st.ColumnText(2), Reason: st.ColumnText(3), Tables: st.ColumnText(4), Rows: st.ColumnInt64(5)}
+		return nil
+	})
+	if err == nil && !found {
+		err = errors.New("the undo record has no undo_info row; it is not a complete record")
+	}
+	if err == nil && r.Format != Format {
+		err = fmt.Errorf("the undo record has format %d; this version reads format %d", r.Format, Format)
+	}
+	return r, err
+}
+
+// Apply applies the undo record at path to db in one transaction: it
+// drops the objects the statement created or changed, recreates those it
+// dropped or changed (tables with their rows), and applies the inverted
+// changeset. Rows or objects that were changed since the record was taken
+// make it refuse with *ConflictError (nothing changed) unless opt.Force.
+// A row already as the record would put it back is no conflict, so a
+// record whose statement never committed applies as a no-op.
+//
+// db must be a connection of its own, outside any transaction: Apply
+// turns off foreign keys and triggers on it for the undo (they would act
+// again on rows being put back) and back on afterwards. Several records
+// are applied newest first, each against the state the next newer one
+// restored.
+func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error) {
+	rec, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	if err != nil {
+		return res, fmt.Errorf("open the undo record: %w", err)
+	}
+	defer rec.Close()
+	if res.Record, err = readInfo(rec); err != nil {
+		return res, err
+	}
+	var cs []byte
+	err = each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
+		cs = append(cs, st.ColumnBlob(0)...)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	var steps []step
+	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
+		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
+		if st.ColumnType(7) == rawsqlite.TypeInteger {
+			s.seq, s.hasSeq = st.ColumnInt64(7), true
+		}
+		if c := st.ColumnText(6); c != "" {
+			s.columns = strings.Split(c, "\x1f")
+		}
+		steps = append(steps, s)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+
+	if err := db.Exec("PRAGMA foreign_keys=OFF"); err != nil {
+		return res, err
+	}
+	defer db.Exec("PRAGMA foreign_keys=ON")
+	if _, err := db.DBConfig(rawsqlite.ConfigEnableTrigger, false); err != nil {
+		return res, err
+	}
+	defer db.DBConfig(rawsqlite.ConfigEnableTrigger, true)
+	if err := db.Exec("BEGIN IMMEDIATE"); err != nil {
+		return res, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = db.Exec("ROLLBACK")
+		}
+	}()
+
+	now, err := readSchema(db)
+	if err != nil {
+		return res, err
+	}
+	var conflicts []Conflict
+	protected := func(t string) bool { return opt.Protected != nil && opt.Protected(t) }
+	// An object already as the record would recreate it is left alone (a
+	// record applied twice, or one whose statement never committed), and
+	// so is a drop of it.
+	restored := func(typ, name string) bool {
+		cur, ok := now[object{Type: typ, Name: name}.key()]
+		for _, s := range steps {
+			if ok && s.action == "create" && fold(s.typ) == fold(typ) && fold(s.name) == fold(name) && s.sql == cur.SQL {
+				return true
+			}
+		}
+		return false
+	}
+	skip := make([]bool, len(steps))
+	var drops []step
+	for i, s := range steps {
+		if protected(s.table) || protected(s.name) {
+			return res, fmt.Errorf("the undo record would change %s, a table the server manages; it is refused", s.name)
+		}
+		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
+		if s.action != "drop" {
+			continue
+		}
+		switch {
+		case !exists || restored(s.typ, s.name):
+			skip[i] = true
+		case cur.SQL != s.sql:
+			conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("the %s was changed since; now %s", s.typ, oneLine(cur.SQL))})
+		default:
+			drops = append(drops, s)
+		}
+	}
+	for i, s := range steps {
+		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
+		if s.action != "create" || !exists || willDrop(drops, cur) {
+			continue
+		}
+		if cur.SQL == s.sql {
+			skip[i] = true
+			continue
+		}
+		conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("a %s of this name exists again: %s", s.typ, oneLine(cur.SQL))})
+	}
+	if len(conflicts) > 0 && !opt.Force {
+		return res, &ConflictError{Conflicts: conflicts}
+	}
+	res.Overwritten = append(res.Overwritten, conflicts...)
+	conflicts = nil
+	for i, s := range steps {
+		if skip[i] {
+			continue
+		}
+		switch s.action {
+		case "drop":
+			if err := db.Exec("DROP " + strings.ToUpper(s.typ) + " IF EXISTS " + quote(s.name)); err != nil {
+				return res, fmt.Errorf("drop %s %s: %w", s.typ, s.name, err)
+			}
+		case "create":
+			if opt.Force {
+				if err := db.Exec("DROP " + strings.ToUpper(s.typ) + " IF EXISTS " + quote(s.name)); err != nil {
+					return res, fmt.Errorf("drop %s %s: %w", s.typ, s.name, err)
+				}
+			}
+			if err := db.Exec(s.sql); err != nil {
+				return res, fmt.Errorf("recreate %s %s: %w", s.typ, s.name, err)
+			}
+			if s.copyName != "" {
+				cols := make([]string, len(s.columns))
+				for i, c := range s.columns {
+					cols[i] = quote(c)
+				}
+				list := strings.Join(cols, ", ")
+				if err := copyRows(rec, "SELECT "+list+" FROM "+quote(s.copyName), db, "INSERT INTO "+quote(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
+					return res, fmt.Errorf("put the rows of %s back: %w", s.name, err)
+				}
+				n, err := scalar(rec, "SELECT count(*) FROM "+quote(s.copyName))
+				if err != nil {
+					return res, err
+				}
+				res.Rows += n
+			}
+			if s.hasSeq {
+				if err := putSequence(db, s.name, s.seq); err != nil {
+					return res, fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", s.name, err)
+				}
+			}
+		}
+		res.Objects++
+	}
+
+	// Tables the changeset names must be there with the same columns:
+	// SQLite would skip a table that is not.
+	shapes := map[string]int{}
+	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
+		if protected(ch.Table) {
+			return fmt.Errorf("the undo record would change %s, a table the server manages; it is refused", ch.Table)
+		}
+		shapes[ch.Table] = len(ch.PK)
+		res.Rows++
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	names := map[string][]string{}
+	for t, n := range shapes {
+		cols, err := columnsOf(db, t)
+		if err != nil {
+			return res, err
+		}
+		names[t] = cols
+		switch {
+		case len(cols) == 0:
+			conflicts = append(conflicts, Conflict{Table: t, What: "the table no longer exists"})
+		case len(cols) != n && len(cols)+1 != n:
+			conflicts = append(conflicts, Conflict{Table: t, What: fmt.Sprintf("the table has %d columns now, the record %d", len(cols), n)})
+		}
+	}
+	if len(conflicts) > 0 {
+		// These cannot be forced: the rows have nowhere to go.
+		return res, &ConflictError{Conflicts: conflicts}
+	}
+	err = db.ApplyChangeset(cs, func(kind int, ch rawsqlite.Change) int {
+		c, same := describe(kind, ch, names[ch.Table])
+		if same {
+			return rawsqlite.ConflictOmit
+		}
+		conflicts = append(conflicts, c)
+		if opt.Force && (kind == rawsqlite.ConflictData || kind == rawsqlite.ConflictConflict) {
+			return rawsqlite.ConflictReplace
+		}
+		return rawsqlite.ConflictOmit
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(conflicts) > 0 && !opt.Force {
+		return res, &ConflictError{Conflicts: conflicts}
+	}
+	res.Overwritten = append(res.Overwritten, conflicts...)
+	if err := db.Exec("COMMIT"); err != nil {
+		return res, err
+	}
+	committed = true
+	return res, nil
+}
+
+// step is one row of undo_schema.
+type step struct {
+	action, typ, name, table, sql, copyName string
+	columns                                 []string
+	seq                                     int64 // the AUTOINCREMENT counter, when hasSeq
+	hasSeq                                  bool
+}
+
+// willDrop reports whether an earlier drop step removes the object now
+// there: itself, or for an index or trigger, its table.
+func willDrop(steps []step, cur object) bool {
+	for _, s := range steps {
+		if s.action != "drop" {
+			continue
+		}
+		if (fold(s.typ) == fold(cur.Type) && fold(s.name) == fold(cur.Name)) ||
+			(s.typ == "table" && cur.Type != "view" && fold(s.name) == fold(cur.Table)) {
+			return true
+		}
+	}
+	return false
+}
+
+// putSequence sets table's AUTOINCREMENT counter to at least seq.
+func putSequence(db *rawsqlite.Conn, table string, seq int64) error {
+	n, err := scalar(db, "SELECT count(*) FROM sqlite_sequence WHERE name = ?1", table)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return execArgs(db, "INSERT INTO sqlite_sequence(name, seq) VALUES (?1, ?2)", table, seq)
+	}
+	return execArgs(db, "UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1", table, seq)
+}
+
+// describe words a conflict; same is true when the row is already as the
+// undo would leave it (nothing to do).
+func describe(kind int, ch rawsqlite.Change, cols []string) (c Conflict, same bool) {
+	c.Table = ch.Table
+	key := ch.Old
+	if ch.Op == rawsqlite.OpInsert {
+		key = ch.New
+	}
+	c.Key = keyText(ch.PK, key, cols)
+	switch kind {
+	case rawsqlite.ConflictConflict:
+		// Putting a deleted row back, and a row with its key is there.
+		if equalRow(ch.New, ch.Conflict) {
+			return c, true
+		}
+		c.What = "a row with this key exists again: " + diffText(ch.New, ch.Conflict, cols, "the record has")
+	case rawsqlite.ConflictData:
+		if ch.Op == rawsqlite.OpUpdate && equalSet(ch.New, ch.Conflict) {
+			return c, true
+		}
+		c.What = "changed since: " + diffText(ch.Old, ch.Conflict, cols, "the statement left")
+	case rawsqlite.ConflictNotFound:
+		if ch.Op == rawsqlite.OpDelete {
+			return c, true // the row the statement added is gone already
+		}
+		c.What = "deleted since; the record would set " + valuesText(ch.New, cols)
+	case rawsqlite.ConflictConstraint:
+		c.What = "putting it back would break a constraint (another row holds a unique value it has)"
+	default:
+		c.What = "putting the rows back would break a foreign key"
+	}
+	return c, false
+}
+
+func colName(cols []string, i, n int) string {
+	if len(cols)+1 == n {
+		// The session keyed a table without a PRIMARY KEY by its rowid.
+		if i == 0 {
+			return "rowid"
+		}
+		i--
+	}
+	if i < len(cols) {
+		return cols[i]
+	}
+	return "column " + strconv.Itoa(i)
+}
+
+func keyText(pk []bool, vals []rawsqlite.Value, cols []string) string {
+	var parts []string
+	for i, isKey := range pk {
+		if isKey && i < len(vals) {
+			parts = append(parts, colName(cols, i, len(pk))+"="+valueText(vals[i]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// diffText lists the columns where now differs from want.
+func diffText(want, now []rawsqlite.Value, cols []string, wantLabel string) string {
+	var parts []string
+	for i := range now {
+		if i < len(want) && want[i].Set && !equalValue(want[i], now[i]) {
+			parts = append(parts, fmt.Sprintf("%s is %s, %s %s", colName(cols, i, len(now)), valueText(now[i]), wantLabel, valueText(want[i])))
+		}
+	}
+	if len(parts) == 0 {
+		return "values differ"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func valuesText(vals []rawsqlite.Value, cols []string) string {
+	var parts []string
+	for i, v := range vals {
+		if v.Set {
+			parts = append(parts, colName(cols, i, len(vals))+"="+valueText(v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func valueText(v rawsqlite.Value) string {
+	switch v.Type {
+	case rawsqlite.TypeInteger:
+		return strconv.FormatInt(v.Int, 10)
+	case rawsqlite.TypeFloat:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	case rawsqlite.TypeText:
+		s := string(v.Bytes)
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	case rawsqlite.TypeBlob:
+		return fmt.Sprintf("<blob %d bytes>", len(v.Bytes))
+	}
+	return "NULL"
+}
+
+func equalValue(a, b rawsqlite.Value) bool {
+	if a.Type != b.Type {
+		return false
+	}
+	switch a.Type {
+	case rawsqlite.TypeInteger:
+		return a.Int == b.Int
+	case rawsqlite.TypeFloat:
+		return a.Float == b.Float || (math.IsNaN(a.Float) && math.IsNaN(b.Float))
+	case rawsqlite.TypeNull:
+		return true
+	}
+	return bytes.Equal(a.Bytes, b.Bytes)
+}
+
+func equalRow(a, b []rawsqlite.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equalValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalSet compares only the values of want that are set (an UPDATE's
+// changed columns).
+func equalSet(want, now []rawsqlite.Value) bool {
+	for i := range want {
+		if want[i].Set && (i >= len(now) || !equalValue(want[i], now[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func oneLine(sql string) string {
+	s := strings.Join(strings.Fields(sql), " ")
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return s
+}
