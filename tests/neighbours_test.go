@@ -148,7 +148,7 @@ var neighbours = []neighbour{
 	}},
 	{"Litestream", func(t *testing.T) { litestreamBin(t) }, func(t *testing.T, db string, _ *acks) {
 		bin := litestreamBin(t)
-		dir := t.TempDir()
+		dir := testDir(t)
 		config := writeLitestreamConfig(t, dir, db, filepath.Join(dir, "replica"), true)
 		cmd := exec.Command(bin, "replicate", "-config", config, "-once", "-log-level", "warn")
 		if out, err := cmd.CombinedOutput(); err != nil {
