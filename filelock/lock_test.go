@@ -41,6 +41,38 @@ func TestLocksConflict(t *testing.T) {
 	}
 }
 
+func TestDowngrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b := open(t, path), open(t, path)
+	if err := Exclusive(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Shared(b); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a second server beside the exclusive lock: %v, want ErrHeld", err)
+	}
+	if err := Downgrade(a); err != nil {
+		t.Fatalf("downgrade: %v", err)
+	}
+	if err := Shared(b); err != nil {
+		t.Fatalf("a second server once the lock is shared: %v", err)
+	}
+	c := open(t, path)
+	if err := Exclusive(c); !errors.Is(err, ErrHeld) {
+		t.Fatalf("restore beside the downgraded lock: %v, want ErrHeld", err)
+	}
+	b.Close()
+	if err := Exclusive(c); !errors.Is(err, ErrHeld) {
+		t.Fatalf("restore while the downgraded lock is still held: %v, want ErrHeld", err)
+	}
+	a.Close()
+	if err := Exclusive(c); err != nil {
+		t.Fatalf("restore once both servers closed: %v", err)
+	}
+}
+
 func open(t *testing.T, path string) *os.File {
 	t.Helper()
 	f, err := os.Open(path)

@@ -22,3 +22,11 @@ func lock(f *os.File, exclusive bool) error {
 	}
 	return err
 }
+
+// downgrade converts the flock in place: the kernel removes the exclusive
+// lock and inserts the shared one under one lock of its own, so no other
+// process's request is granted in between, and a shared request never
+// conflicts with the waiting ones that wake up afterwards.
+func downgrade(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+}

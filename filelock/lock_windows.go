@@ -22,3 +22,15 @@ func lock(f *os.File, exclusive bool) error {
 	}
 	return err
 }
+
+// downgrade adds a shared lock on the same byte through the same handle
+// (allowed beside the handle's own exclusive lock), then unlocks once,
+// which removes the exclusive lock first: the shared one stays.
+func downgrade(f *os.File) error {
+	ol := &windows.Overlapped{OffsetHigh: 1 << 30}
+	if err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol); err != nil {
+		return err
+	}
+	ol = &windows.Overlapped{OffsetHigh: 1 << 30}
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
+}

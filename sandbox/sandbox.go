@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,12 @@ type Allowance struct {
 	// front makes one private folder for its workers and hands it down as
 	// SQLITE_TMPDIR too.
 	TempDir string `json:"temp_dir,omitempty"`
+	// Header, when set, reads the database file without opening it: the
+	// front's hold descriptor. The front confines workers while its own
+	// SQLite connections hold locks on the file, and opening and closing
+	// a descriptor of it would drop them (filelock/DESIGN.md). Not handed
+	// to the worker, which confines itself before it opens the database.
+	Header io.ReaderAt `json:"-"`
 }
 
 // Env is the NAME=VALUE entry that hands a to a worker.

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 )
 
 // Landlock rights by the ABI that introduced them.
@@ -123,7 +125,8 @@ func Apply(a Allowance, opt Options) (Report, error) {
 // Landlock it returns -1 and says why in rep.Missing. The caller closes a
 // ruleset it gets.
 func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (int, error) {
-	if err := prepare(a, rep); err != nil {
+	wal, err := prepare(a, rep)
+	if err != nil {
 		return -1, err
 	}
 	abi, err := Supported()
@@ -136,7 +139,7 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 	if err != nil {
 		return -1, err
 	}
-	err = allowAllowance(ruleset, abi, a, rep)
+	err = allowAllowance(ruleset, abi, a, wal, rep)
 	if err == nil {
 		err = more(ruleset, abi)
 	}
@@ -149,45 +152,61 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 
 // prepare makes the files the allowance names exist, as far as creating
 // them is harmless, because Landlock rules attach to existing files only.
-func prepare(a Allowance, rep *Report) error {
+// It reports whether the database is in WAL mode.
+//
+// The front runs it before every worker start, while its own SQLite
+// connections hold POSIX locks on the database and its -shm: it never
+// opens and closes a descriptor of those files, since on Linux that close
+// would drop every lock the process holds on them (filelock/DESIGN.md).
+// The header is read through a.Header (the front's hold), companions are
+// made with mknod, which creates a file without opening it, and rules
+// attach through O_PATH descriptors (see allow).
+func prepare(a Allowance, rep *Report) (wal bool, err error) {
 	if a.SnapshotDir != "" && !a.ReadOnly {
 		// A folder that cannot be made (a removable drive not plugged in)
 		// costs the snapshots, not the worker: allowAllowance leaves it
 		// out, and a snapshot then fails where it is asked for.
-		_ = os.MkdirAll(a.SnapshotDir, 0o700)
+		_ = dirsync.MkdirAll(a.SnapshotDir, 0o700)
 	}
 	fi, err := os.Stat(a.DB)
 	if err != nil {
 		// The worker answers "database file not found" for the request.
-		return nil
+		return false, nil
 	}
-	if !isWAL(a.DB) {
+	if !isWAL(a) {
 		if !a.ReadOnly {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the database is not in WAL mode, so its rollback journal is created and deleted per transaction: the worker may create and remove files in %s", filepath.Dir(a.DB)))
 		}
-		return nil
+		return false, nil
 	}
 	// A WAL database has its -wal and -shm while any connection is open
 	// (the front keeps one), and SQLite creates them empty, also for a
 	// read-only connection. Where that fails (a read-only folder), SQLite
-	// meets the same failure and reports it.
+	// meets the same failure and reports it. An existing file is left as
+	// it is (EEXIST).
 	for _, p := range Companions(a.DB)[:2] {
-		if f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()); err == nil {
-			f.Close()
-		}
+		_ = unix.Mknod(p, unix.S_IFREG|uint32(fi.Mode().Perm()), 0)
 	}
-	return nil
+	return true, nil
 }
 
 // isWAL reads the file format bytes of the database header: 2 means WAL.
-func isWAL(db string) bool {
-	f, err := os.Open(db)
-	if err != nil {
-		return false
+// It reads through a.Header when the caller has one (the front's hold);
+// otherwise it opens the file, which only a process with no SQLite
+// connection to it may do (a worker confining itself before it opens its
+// database).
+func isWAL(a Allowance) bool {
+	r := a.Header
+	if r == nil {
+		f, err := os.Open(a.DB)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
 	var h [20]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil {
+	if _, err := r.ReadAt(h[:], 0); err != nil {
 		return false
 	}
 	return h[18] == 2 && h[19] == 2
@@ -215,7 +234,7 @@ func newRuleset(abi int, rep *Report) (int, error) {
 
 // allowAllowance grants the database, its companions, the snapshot folder
 // and the few read-only files the runtime and SQLite use.
-func allowAllowance(ruleset, abi int, a Allowance, rep *Report) error {
+func allowAllowance(ruleset, abi int, a Allowance, wal bool, rep *Report) error {
 	dbRights := uint64(rw)
 	if a.ReadOnly {
 		dbRights = read
@@ -234,7 +253,7 @@ func allowAllowance(ruleset, abi int, a Allowance, rep *Report) error {
 			return err
 		}
 	}
-	if !a.ReadOnly && !isWAL(a.DB) {
+	if !a.ReadOnly && !wal {
 		if _, err := os.Stat(a.DB); err == nil {
 			if err := allow(ruleset, abi, filepath.Dir(a.DB), rw|create, false, rep); err != nil {
 				return err
@@ -314,6 +333,13 @@ func mappedFiles() ([]string, error) {
 // allow adds one path-beneath rule. Rights the kernel does not handle are
 // dropped (they are not restricted there), as are directory rights on a
 // file. A missing optional path is skipped.
+//
+// The rule is made from an O_PATH descriptor, and it must stay so: the
+// front adds rules for its database and companions while its SQLite
+// connections hold POSIX locks on them, and closing an ordinary descriptor
+// of a file drops every POSIX lock the process holds on it, whereas the
+// kernel skips that for O_PATH descriptors (they never open the file for
+// I/O). TestRulesKeepLocks holds it.
 func allow(ruleset, abi int, path string, rights uint64, optional bool, rep *Report) error {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {

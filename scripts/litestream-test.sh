@@ -36,4 +36,6 @@ if [ "$got" != "$version" ]; then
   echo "warning: $bin reports ${got:-no version}; the tests are written for Litestream $version" >&2
 fi
 echo "litestream: $bin ($got)" >&2
-MCP_SQLITE_LITESTREAM="$bin" exec go test -run 'TestLitestream|TestReplicate' -count=1 "$@" ./tests/
+MCP_SQLITE_LITESTREAM="$bin" go test -run 'TestLitestream|TestReplicate' -count=1 "$@" ./tests/
+# Litestream as another program on a running server's file (issue 17).
+MCP_SQLITE_LITESTREAM="$bin" exec go test -run 'TestNeighbours/Litestream' -count=1 "$@" ./tests/

@@ -22,7 +22,9 @@ func (s *Server) workerEnv() ipc.WorkerEnv {
 		w.SandboxOff = true
 		return w
 	}
-	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly}
+	// The front confines the workers it starts while its own connection
+	// holds SQLite's locks: it reads the header through the hold (takeHold).
+	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly, Header: s.hold}
 	if !a.ReadOnly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
 		if dir, err := filepath.Abs(s.cfg.SnapshotDir); err == nil {
 			a.SnapshotDir = dir

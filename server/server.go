@@ -49,7 +49,15 @@ type Server struct {
 	spawner *ipc.Spawner
 	store   *memory.Store // nil in the readonly profile
 	auditor memory.Auditor
+	// closers are closed first at shutdown, in order: the store (whose
+	// close writes the queued audit rows), the readonly profile's audit
+	// file, the workers' temporary folder.
 	closers []io.Closer
+	// hold is the one descriptor of the database this process opens by
+	// hand (takeHold), closed after every SQLite connection of the
+	// process; replication is stopped after it, with a final sync.
+	hold        *os.File
+	replication *replicate.Replication
 
 	mcp *mcpserver.MCPServer
 
@@ -103,12 +111,28 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	}
 
 	if cfg.Profile == ProfileReadonly {
+		// Opens the --audit-db file only; this process never connects to
+		// the database itself.
 		if err := s.openReadonly(ctx); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	// The hold comes before this process's first SQLite connection to the
+	// file and goes after its last (Close): see takeHold.
+	memoryProfile := cfg.Profile != ProfileReadonly
+	alone := s.removeSnapshotLeftovers
+	if !memoryProfile {
+		alone = nil // the readonly profile writes no snapshots
+	}
+	s.hold, err = takeHold(abs, memoryProfile, alone)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", abs, err)
+	}
+	if memoryProfile {
 		store, err := memory.Open(ctx, abs, log.Named("memory"))
 		if err != nil {
+			s.Close()
 			if errors.Is(err, memory.ErrNotDatabase) {
 				return nil, fmt.Errorf("%s is not a SQLite database; point --db at a SQLite file or at a path where a new one may be created", abs)
 			}
@@ -116,19 +140,13 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		}
 		s.store, s.auditor = store, store
 		s.closers = append(s.closers, store)
-		s.removeSnapshotLeftovers()
 	}
-	hold, err := holdShared(abs)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("mark %s as in use: %w", abs, err)
-	}
-	s.closers = append(s.closers, hold)
 	// After the database is open (and created), so that Litestream finds it
-	// in WAL mode; closed after it, so that its final sync sees every write.
-	// Closed even if it fails to start: it may still sync once.
-	s.closers = append(s.closers, replication)
-	if err := replication.Start(hold); err != nil {
+	// in WAL mode; closed after the store and the hold, so that its final
+	// sync sees every write. Closed even if it fails to start: it may still
+	// sync once.
+	s.replication = replication
+	if err := replication.Start(s.hold); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -226,7 +244,9 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // Close stops taking calls, stops the running ones (killing their workers),
 // waits for their handlers, stops the standby workers, and closes the
-// databases, which writes the queued audit rows. It is safe to call twice.
+// databases, which writes the queued audit rows; then the hold descriptor
+// (after the last SQLite connection, see takeHold), then replication, whose
+// final sync sees every write. It is safe to call twice.
 func (s *Server) Close() {
 	s.beginShutdown()
 	s.mu.Lock()
@@ -241,6 +261,14 @@ func (s *Server) Close() {
 		_ = c.Close()
 	}
 	s.closers = nil
+	if s.hold != nil {
+		_ = s.hold.Close()
+		s.hold = nil
+	}
+	if s.replication != nil {
+		_ = s.replication.Close()
+		s.replication = nil
+	}
 }
 
 // enter counts a call in, unless the server is closing.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -33,21 +32,11 @@ func removePartial(s *ipc.Snapshot) {
 
 // removeSnapshotLeftovers removes what snapshots stopped by a crash left in
 // the snapshot folder (partial files; in-place snapshots of older versions
-// with a hot journal). It does so only while no other server holds the
-// database, since a partial file may belong to a running snapshot.
+// with a hot journal). takeHold calls it only while this server holds the
+// database alone (no other server, no restore), since a partial file may
+// belong to a running snapshot. It opens no descriptor of the database.
 func (s *Server) removeSnapshotLeftovers() {
 	if s.cfg.SnapshotDir == "" {
-		return
-	}
-	f, err := os.Open(s.dbPath)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if err := filelock.Exclusive(f); err != nil {
-		if !errors.Is(err, filelock.ErrHeld) {
-			s.log.Debug("snapshot leftovers not checked", "error", err)
-		}
 		return
 	}
 	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {

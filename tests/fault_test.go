@@ -182,7 +182,9 @@ func startOwn(t *testing.T, db string, flags ...string) *ownServer {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	return &ownServer{session: &session{t: t, c: c, db: db, cmd: cmd}, stdin: stdin}
+	own := &ownServer{session: &session{t: t, c: c, db: db, cmd: cmd}, stdin: stdin}
+	own.guardLocks()
+	return own
 }
 
 // TestFaultServerKilledDuringAppends kills the front with SIGKILL while

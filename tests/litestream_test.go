@@ -147,6 +147,7 @@ func startReplicated(t *testing.T, bin, db, config string, flags ...string) *rep
 		t.Fatalf("initialize: %v\nstderr:\n%s", err, stderr.String())
 	}
 	r.session = &session{t: t, c: c, db: db, cmd: cmd}
+	r.guardLocks()
 	return r
 }
 

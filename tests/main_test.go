@@ -34,6 +34,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(neighbourEnv); db != "" {
+		os.Exit(runNeighbour(db))
+	}
 	dir, err := os.MkdirTemp("", "mcp-sqlite-memory-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -155,12 +158,14 @@ type session struct {
 func start(t testing.TB, db string, flags ...string) *session {
 	t.Helper()
 	args := append([]string{"--db", db}, flags...)
-	c, err := client.NewStdioMCPClientWithOptions(serverBin, nil, args, trackServer(db))
+	var cmd *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(serverBin, nil, args, trackServer(db, &cmd))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	s := &session{t: t, c: c, db: db}
+	s := &session{t: t, c: c, db: db, cmd: cmd}
 	t.Cleanup(func() { c.Close() })
+	s.guardLocks()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}

@@ -51,11 +51,17 @@ func startLogged(t *testing.T, bin, db string, flags ...string) (*session, *lock
 func startCommand(t *testing.T, db, command string, args ...string) (*session, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
-	c, err := client.NewStdioMCPClientWithOptions(command, nil, args, transport.WithCommandStderrWriter(logs), trackServer(db))
+	var cmd *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(command, nil, args, transport.WithCommandStderrWriter(logs), trackServer(db, &cmd))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	s := &session{t: t, c: c, db: db, cmd: cmd}
+	if command == serverBin || command == aloneServerBin {
+		// The lock guard needs the server's own process, not a tracer's.
+		s.guardLocks()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	init := mcp.InitializeRequest{}
@@ -64,7 +70,7 @@ func startCommand(t *testing.T, db, command string, args ...string) (*session, *
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v\n%s", err, logs)
 	}
-	return &session{t: t, c: c, db: db}, logs
+	return s, logs
 }
 
 // waitFor polls cond for up to 10 s: a liveness bound, not a timing.

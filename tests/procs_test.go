@@ -27,11 +27,14 @@ func startedServer(db string) int {
 
 // trackServer is the stdio transport's default command, recorded as the
 // server of db.
-func trackServer(db string) transport.StdioOption {
+func trackServer(db string, keep ...**exec.Cmd) transport.StdioOption {
 	return transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, command, args...)
 		cmd.Env = append(os.Environ(), env...)
 		serverStarted(db, cmd)
+		for _, k := range keep {
+			*k = cmd // the test's own handle on the server process
+		}
 		return cmd, nil
 	})
 }

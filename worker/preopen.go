@@ -56,6 +56,14 @@ func takePreopened(req *ipc.Request) *executor {
 	return nil
 }
 
+// dropPreopened closes the connection opened ahead, if any.
+func dropPreopened() {
+	if preopened.ex != nil {
+		preopened.ex.conn.Close()
+		preopened.ex = nil
+	}
+}
+
 // warmQuery is the statement a standby runs through the request's whole
 // path (policy, compile, step, render) before its request comes: it reads
 // one row of the schema, which every database has.

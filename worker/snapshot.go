@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -126,7 +127,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		// The statement's time ran out while it compiled.
 		return snapshotCopy{}, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := dirsync.MkdirAll(s.Dir, 0o700); err != nil {
 		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
 	}
 	c := snapshotCopy{
@@ -251,7 +252,7 @@ func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
 	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
 		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
 	}
 	s := &ipc.Snapshot{Dir: dir, Stem: stem}
@@ -295,7 +296,7 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
-			syncDir(dir)
+			dirsync.Sync(dir)
 			return path, nil
 		}
 		taken = taken.Add(time.Millisecond)
