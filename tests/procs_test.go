@@ -17,14 +17,6 @@ var startedServers sync.Map
 // serverStarted records that cmd serves db.
 func serverStarted(db string, cmd *exec.Cmd) { startedServers.Store(db, cmd) }
 
-// startedServer is the pid of the newest server started for db, or 0.
-func startedServer(db string) int {
-	if cmd, ok := startedServers.Load(db); ok && cmd.(*exec.Cmd).Process != nil {
-		return cmd.(*exec.Cmd).Process.Pid
-	}
-	return 0
-}
-
 // trackServer is the stdio transport's default command, recorded as the
 // server of db.
 func trackServer(db string, keep ...**exec.Cmd) transport.StdioOption {

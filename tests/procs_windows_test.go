@@ -83,6 +83,14 @@ func procArgs(pid int) ([]string, int) {
 	return nil, 0
 }
 
+// startedServer is the pid of the newest server started for db, or 0.
+func startedServer(db string) int {
+	if cmd, ok := startedServers.Load(db); ok && cmd.(*exec.Cmd).Process != nil {
+		return cmd.(*exec.Cmd).Process.Pid
+	}
+	return 0
+}
+
 // serverOf finds the pid of the server process bin serving db, or 0.
 func serverOf(bin, db string) int {
 	pid := startedServer(db)

@@ -35,12 +35,11 @@ func removeTree(dir string) error {
 		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(paths[i]); err == nil && fi.IsDir() {
-			err = syscall.RemoveDirectory(p)
-		} else {
-			err = syscall.DeleteFile(p)
+		remove := syscall.DeleteFile
+		if fi, statErr := os.Lstat(paths[i]); statErr == nil && fi.IsDir() {
+			remove = syscall.RemoveDirectory
 		}
-		if err != nil && !errors.Is(err, syscall.ERROR_FILE_NOT_FOUND) {
+		if err := remove(p); err != nil && !errors.Is(err, syscall.ERROR_FILE_NOT_FOUND) {
 			return err
 		}
 	}
