@@ -2,7 +2,9 @@ package ipc
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +25,15 @@ func getenvOf(env []string) func(string) string {
 	}
 }
 
+// absPath makes a slash path absolute on this platform: an allowance
+// names absolute paths, and "/d/m.db" is not one on Windows.
+func absPath(p string) string {
+	if runtime.GOOS == "windows" {
+		return `C:` + filepath.FromSlash(p)
+	}
+	return p
+}
+
 // What the front encodes is what the worker decodes, whatever the front
 // inherited: an inherited sandbox marker or allowance never survives.
 func TestWorkerEnvRoundTrip(t *testing.T) {
@@ -37,8 +48,8 @@ func TestWorkerEnvRoundTrip(t *testing.T) {
 		{"nothing said", WorkerEnv{}, &WorkerEnv{TempDir: "/elsewhere"}},
 		{"sandbox off", WorkerEnv{SandboxOff: true, Preopen: "/d/m.db", PreopenReadOnly: true}, &WorkerEnv{SandboxOff: true, Preopen: "/d/m.db", PreopenReadOnly: true, TempDir: "/elsewhere"}},
 		{"confined standby", WorkerEnv{
-			Ready: true, FrontPID: 42, MemoryMB: 256, Warm: true, Preopen: "/d/m.db", LogLevel: "debug",
-			Sandbox: &sandbox.Allowance{DB: "/d/m.db", SnapshotDir: "/d/snap", TempDir: "/t"}, TempDir: "/t",
+			Ready: true, FrontPID: 42, MemoryMB: 256, Warm: true, Preopen: absPath("/d/m.db"), LogLevel: "debug",
+			Sandbox: &sandbox.Allowance{DB: absPath("/d/m.db"), SnapshotDir: absPath("/d/snap"), TempDir: absPath("/t")}, TempDir: absPath("/t"),
 		}, nil},
 	}
 	for _, tt := range tests {
