@@ -107,36 +107,34 @@ fi
 
 # Go's os.RemoveAll deletes with FILE_DISPOSITION_POSIX_SEMANTICS, which
 # Wine 8 answers with "Invalid function" instead of a status Go falls back
-# on; every t.TempDir cleanup then fails. A run whose only failure messages
-# are those cleanups passed.
+# on; every t.TempDir cleanup then fails. .ci/winereport reads each run's
+# test2json events and counts a test whose only failures are those
+# cleanups as passed (tests/ uses testDir, which has no such failure).
+# reap ends and reports the worker processes the run left behind. Under
+# Wine these are workers created suspended whose server was killed before
+# it put them in their Job Object (the fault tests kill servers at random
+# moments): Windows attaches a Job Object after CreateProcess, and only a
+# process created inside its job (PROC_THREAD_ATTRIBUTE_JOB_LIST) closes
+# that gap; docs/windows.md has the details.
+reap() {
+  local left
+  left=$(pgrep -f 'mcp-sqlite-memory-e2e-.*\.exe' || true)
+  if [ -n "$left" ]; then
+    echo "wine: $(echo "$left" | wc -l) worker process(es) outlived their servers; ending them"
+    kill $left 2>/dev/null || true
+  fi
+}
+go build -o "$work/winereport" ./.ci/winereport
 failed=0
 for p in "${pkgs[@]}"; do
   start=$SECONDS
-  set +e
-  (cd "$root/$p" && timeout 600 "$wine" "$work/$p.test.exe" -test.v -test.short -test.timeout 300s) >"$work/$p.out" 2>&1
-  rc=$?
-  set -e
-  secs=$((SECONDS - start))
-  passed=$(grep -cE '^\s*--- PASS' "$work/$p.out" || true)
-  if [ "$rc" = 0 ]; then
-    echo "wine: $p ok ($passed passed, ${secs} s)"
-    continue
+  (cd "$root/$p" && timeout 600 "$wine" "$work/$p.test.exe" -test.v=test2json -test.short -test.timeout 300s) >"$work/$p.out" 2>&1 || true
+  reap
+  if go tool test2json -t -p "$p" <"$work/$p.out" | "$work/winereport" -p "$p"; then
+    echo "   ($p: $((SECONDS - start)) s)"
+  else
+    failed=1
   fi
-  # Test failures are "file.go:N: message" lines; the packages' debug logs
-  # (hclog through t.Log, "file.go:N: <timestamp> [LEVEL]") are not.
-  real=$(grep -E '^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$work/$p.out" | grep -v 'TempDir RemoveAll cleanup: .*Invalid function' \
-    | grep -vE '\.go:[0-9]+: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+[-+Z0-9:]* \[(TRACE|DEBUG|INFO|WARN|ERROR)\]' || true)
-  if [ "$rc" = 1 ] && [ -z "$real" ] && ! grep -qE '^(panic:|fatal error:)' "$work/$p.out" && grep -q 'TempDir RemoveAll cleanup' "$work/$p.out"; then
-    only=$(grep -cE '^\s*--- FAIL' "$work/$p.out" || true)
-    echo "wine: $p ok ($((passed + only)) passed, ${secs} s; $only of them failed only their temp-folder cleanup, a Wine limitation, ignored)"
-    continue
-  fi
-  if [ "$rc" = 124 ]; then
-    echo "wine: $p timed out after ${secs} s"
-  fi
-  echo "wine: $p FAILED (exit $rc, ${secs} s):"
-  if [ -n "$real" ]; then echo "$real" | head -40; else tail -40 "$work/$p.out"; fi
-  failed=1
 done
 
 # The end-to-end suite. Its tests use testDir, whose cleanup works under
@@ -151,29 +149,15 @@ if [ "${WINE_E2E:-1}" != 0 ]; then
     reap
     go tool test2json -t -p tests <"$work/e2e.out"
   }
-  # reap ends and reports the worker processes the run left behind. Under
-  # Wine these are workers created suspended whose server was killed before
-  # it put them in their Job Object (the fault tests kill servers at random
-  # moments): Windows attaches a Job Object after CreateProcess, and only a
-  # process created inside its job (PROC_THREAD_ATTRIBUTE_JOB_LIST) closes
-  # that gap; docs/windows.md has the details.
-  reap() {
-    local left
-    left=$(pgrep -f 'mcp-sqlite-memory-e2e-.*\.exe' || true)
-    if [ -n "$left" ]; then
-      echo "wine: $(echo "$left" | wc -l) worker process(es) outlived their servers; ending them"
-      kill $left 2>/dev/null || true
-    fi
-  }
   start=$SECONDS
   run_e2e >"$work/e2e.json" || true
-  if go run ./.ci/winereport -p tests -failed "$work/e2e.failed" <"$work/e2e.json"; then
+  if "$work/winereport" -p tests -failed "$work/e2e.failed" <"$work/e2e.json"; then
     echo "wine: end-to-end suite passed in $((SECONDS - start)) s"
   elif [ -s "$work/e2e.failed" ]; then
     again=$(paste -sd'|' "$work/e2e.failed")
     echo "wine: running the failed tests again, one at a time: $again"
     run_e2e -test.parallel 1 -test.run "^($again)\$" >"$work/e2e-again.json" || true
-    if go run ./.ci/winereport -p tests <"$work/e2e-again.json"; then
+    if "$work/winereport" -p tests <"$work/e2e-again.json"; then
       echo "wine: they passed alone (time bounds under a loaded Wine); $((SECONDS - start)) s in all"
     else
       failed=1
