@@ -153,7 +153,13 @@ func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 			// It cannot read its own /proc entry: the front sets its
 			// address-space limit, before any request reaches it.
 			if err := limitAddressSpace(p.pid(), s.cfg.MemoryMB); err != nil {
-				s.log.Error("could not limit a worker's memory; stopping it", "pid", p.pid(), "error", err)
+				if p.stopped.Load() || s.isClosed() {
+					// Killed by shutdown between its ready byte and its
+					// limit: a zombie has no VmSize. Not a failure.
+					s.log.Debug("worker stopped before its memory limit was set", "pid", p.pid(), "error", err)
+				} else {
+					s.log.Error("could not limit a worker's memory; stopping it", "pid", p.pid(), "error", err)
+				}
 				p.kill()
 				p.headErr = fmt.Errorf("memory limit: %w", err)
 				return
