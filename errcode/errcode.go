@@ -7,6 +7,11 @@
 // without matching text:
 //
 //	if errors.Is(err, errcode.Timeout) { ... }
+//
+// An error of another package carries a code with an ErrorCode method and
+// compares with [Code.Is]: ipc.RunError says why a worker gave no answer
+// and leaves its wording to the server, yet errors.Is and [Of] read its
+// code as they read an Error's.
 package errcode
 
 import "errors"
@@ -39,6 +44,24 @@ const (
 
 func (c Code) Error() string { return string(c) }
 
+// Is reports whether target is c, or an error that carries c.
+func (c Code) Is(target error) bool {
+	switch t := target.(type) {
+	case Code:
+		return c == t
+	case coded:
+		return c == t.ErrorCode()
+	}
+	return false
+}
+
+// coded is an error that carries a code: an *Error, or another package's
+// error that keeps its code apart from any message (ipc.RunError).
+type coded interface {
+	error
+	ErrorCode() Code
+}
+
 // Error is a failure with a code; Message says what happened and how to
 // fix the call. Messages are written for agents, so they are composed
 // where the failure is known.
@@ -53,23 +76,23 @@ func New(code Code, message string) *Error { return &Error{Code: code, Message: 
 // Error is "CODE: message", the text the agent reads.
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Is reports whether target is e's code, or an Error with the same code.
-func (e *Error) Is(target error) bool {
-	switch t := target.(type) {
-	case Code:
-		return e.Code == t
-	case *Error:
-		return t != nil && e.Code == t.Code
+// ErrorCode is e's code ("" for a nil *Error).
+func (e *Error) ErrorCode() Code {
+	if e == nil {
+		return ""
 	}
-	return false
+	return e.Code
 }
+
+// Is reports whether target is e's code, or an error with the same code.
+func (e *Error) Is(target error) bool { return e.Code.Is(target) }
 
 // Of returns the code of err, or WorkerFailed for an error that carries
 // none (a bug or an I/O failure, never shown with a stack trace).
 func Of(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
+	var c coded
+	if errors.As(err, &c) {
+		return c.ErrorCode()
 	}
 	return WorkerFailed
 }

@@ -8,9 +8,18 @@ import (
 	"time"
 )
 
+// foreign is another package's error that carries a code without a
+// message (as ipc.RunError does).
+type foreign struct{ code Code }
+
+func (f foreign) Error() string        { return "foreign failure" }
+func (f foreign) ErrorCode() Code      { return f.code }
+func (f foreign) Is(target error) bool { return f.code.Is(target) }
+
 func TestIsComparesCodes(t *testing.T) {
 	timeout := New(Timeout, "query stopped after 3s")
 	wrapped := fmt.Errorf("run: %w", timeout)
+	killed := foreign{Timeout}
 	tests := []struct {
 		name   string
 		err    error
@@ -25,6 +34,12 @@ func TestIsComparesCodes(t *testing.T) {
 		{"wrapped, another code", wrapped, ResourceLimit, false},
 		{"an uncoded error", io.EOF, WorkerFailed, false},
 		{"a nil target error", timeout, (*Error)(nil), false},
+		{"a foreign error, its code", killed, Timeout, true},
+		{"a foreign error, another code", killed, Cancelled, false},
+		{"a foreign error, an Error with its code", killed, New(Timeout, "text"), true},
+		{"wrapped foreign error", fmt.Errorf("run: %w", killed), Timeout, true},
+		{"an Error, a foreign target with its code", timeout, killed, true},
+		{"a code, an Error with it", Timeout, New(Timeout, "text"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +59,7 @@ func TestOfAndText(t *testing.T) {
 		{New(Declined, "the user declined; nothing was run"), Declined, "DECLINED: the user declined; nothing was run"},
 		{fmt.Errorf("wrapped: %w", New(Protected, "memory_events is read-only")), Protected, "wrapped: PROTECTED_TABLE: memory_events is read-only"},
 		{io.EOF, WorkerFailed, "EOF"},
+		{fmt.Errorf("run: %w", foreign{ResourceLimit}), ResourceLimit, "run: foreign failure"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.code), func(t *testing.T) {

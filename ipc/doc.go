@@ -13,6 +13,15 @@
 // re-logs under "worker". Both sides check [Version]; a worker refuses a
 // request of a version it does not know ([MinVersion] to [Version]).
 //
+// # Failures
+//
+// A worker's own failure comes back as a failed [Response] with its code.
+// A request its worker did not answer (killed at its timeout or on
+// cancellation, out of memory, exited without an answer, garbage, no
+// worker to run it) is a [*RunError]: the reason, the phase and the budget
+// that ran out, with the errcode code of the reason. The package says what
+// happened; the server words it for the agent (flag names included).
+//
 // # Process handling
 //
 // Platform specifics (process groups and Pdeathsig on Linux, Job Objects on

@@ -92,9 +92,9 @@ func (s *Spawner) counts() (pool, alive, calls int) {
 
 func runPid(t *testing.T, s *Spawner, delayMS int) int {
 	t.Helper()
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limit: delayMS, Limits: Limits{TimeoutMS: 20_000}})
-	if !resp.OK {
-		t.Errorf("call failed: %s: %s", resp.Code, resp.Message)
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limit: delayMS, Limits: Limits{TimeoutMS: 20_000}})
+	if err != nil || !resp.OK {
+		t.Errorf("call failed: %+v, %v", resp, err)
 		return 0
 	}
 	pid, _ := strconv.Atoi(resp.Text)
@@ -178,7 +178,7 @@ func TestPoolEmptyRefillsInParallel(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limit: 60_000, Limits: Limits{TimeoutMS: 120_000}})
+			_, _ = s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limit: 60_000, Limits: Limits{TimeoutMS: 120_000}})
 		})
 	}
 	eventually(t, "3 replacements started during the calls", func() bool {
@@ -220,10 +220,8 @@ func TestPoolCrashingStandbysBackOff(t *testing.T) {
 	if n := strings.Count(logs.String(), "exited while waiting"); n == 0 || n > 20 {
 		t.Fatalf("%d standby deaths logged in 0.5 s; want a few (backoff)", n)
 	}
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 20_000}})
-	if resp.OK || resp.Code != errcode.WorkerFailed {
-		t.Fatalf("got %+v", resp)
-	}
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 20_000}})
+	wantRunError(t, resp, err, RunNoAnswer, PhaseStatement, errcode.WorkerFailed)
 }
 
 // TestPoolMaxWorkersBound: however many calls come at once, no more than
@@ -266,9 +264,9 @@ func TestPoolWithoutReadyByte(t *testing.T) {
 	t.Cleanup(func() { ReadyWait = old })
 	s, _ := poolSpawner(t, "noready", 2, 2)
 	eventually(t, "2 standbys", func() bool { pool, _, _ := s.counts(); return pool == 2 })
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: 20_000}})
-	if !resp.OK || resp.Text != "echo: SELECT 1" {
-		t.Fatalf("got %+v", resp)
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: 20_000}})
+	if err != nil || !resp.OK || resp.Text != "echo: SELECT 1" {
+		t.Fatalf("got %+v, %v", resp, err)
 	}
 }
 
@@ -280,10 +278,8 @@ func TestPoolCloseKillsStandbys(t *testing.T) {
 	if pool, alive, _ := s.counts(); pool != 0 || alive != 0 {
 		t.Fatalf("after Close: pool %d, alive %d", pool, alive)
 	}
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db"})
-	if resp.OK || !strings.Contains(resp.Message, "shutting down") {
-		t.Fatalf("a call after Close: %+v", resp)
-	}
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db"})
+	wantRunError(t, resp, err, RunShuttingDown, PhaseWaiting, errcode.WorkerFailed)
 }
 
 // TestPoolMissingBinary: a worker binary that cannot start fails the call
@@ -299,9 +295,9 @@ func TestPoolMissingBinary(t *testing.T) {
 	}
 	t.Cleanup(s.Close)
 	for range 3 {
-		resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 1000}})
-		if resp.OK || resp.Code != errcode.WorkerFailed || !strings.Contains(resp.Message, "could not start a worker process") {
-			t.Fatalf("got %+v", resp)
+		resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 1000}})
+		if re := wantRunError(t, resp, err, RunStartFailed, PhaseWaiting, errcode.WorkerFailed); re.Err == nil {
+			t.Fatalf("%v: no start error", re)
 		}
 	}
 	time.Sleep(300 * time.Millisecond)

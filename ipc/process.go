@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -188,7 +187,8 @@ func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 }
 
 // awaitStart waits until a worker started confined by the front is ready
-// for its request (or gone, which its request then reports).
+// for its request (or gone, which its request then reports); a *RunError
+// if the call is cancelled or the worker is not ready within ReadyWait.
 func (p *process) awaitStart(ctx context.Context) error {
 	timer := time.NewTimer(ReadyWait)
 	defer timer.Stop()
@@ -196,9 +196,9 @@ func (p *process) awaitStart(ctx context.Context) error {
 	case <-p.readyCh:
 		return nil
 	case <-ctx.Done():
-		return errcode.New(errcode.Cancelled, "the call was cancelled before it ran")
+		return &RunError{Reason: RunCancelled, Phase: PhaseWaiting}
 	case <-timer.C:
-		return errcode.New(errcode.WorkerFailed, fmt.Sprintf("the worker did not start within %s; the call was not run, try again", ReadyWait))
+		return &RunError{Reason: RunNotStarted, Phase: PhaseWaiting, Budget: ReadyWait}
 	}
 }
 

@@ -61,8 +61,13 @@ func TestSpawnerProgress(t *testing.T) {
 		name, mode string
 		timeoutMS  int64
 		snapshot   *Snapshot
-		wantCode   errcode.Code
-		wantText   string
+		wantText   string // the answer's text
+		// Or no answer: a RunError of this reason, phase and budget, whose
+		// Err has wantErr.
+		wantReason RunReason
+		wantPhase  string
+		wantBudget time.Duration
+		wantErr    string
 		wantFrames []Progress
 	}{
 		{name: "frames arrive in order", mode: "progress", timeoutMS: 20_000, wantText: "done",
@@ -72,15 +77,15 @@ func TestSpawnerProgress(t *testing.T) {
 		{name: "snapshot has its own budget", mode: "snapshot-slow", timeoutMS: 2000, snapshot: snap, wantText: "done",
 			wantFrames: []Progress{{PhaseSnapshot, 0, 100}, {PhaseSnapshot, 100, 100}, {Phase: PhaseStatement}}},
 		{name: "snapshot budget ends", mode: "snapshot-hang", timeoutMS: 20_000,
-			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantCode: errcode.Timeout, wantText: "snapshot was not complete after 300ms"},
+			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantReason: RunTimeout, wantPhase: PhaseSnapshot, wantBudget: 300 * time.Millisecond},
 		{name: "statement timeout restarts after the snapshot", mode: "statement-hang", timeoutMS: 300, snapshot: snap,
-			wantCode: errcode.Timeout, wantText: "query stopped after 300ms"},
+			wantReason: RunTimeout, wantPhase: PhaseStatement, wantBudget: 300 * time.Millisecond},
 		{name: "unasked snapshot frame buys no time", mode: "snapshot-hang", timeoutMS: 300,
-			wantCode: errcode.Timeout, wantText: "query stopped after 300ms"},
+			wantReason: RunTimeout, wantPhase: PhaseStatement, wantBudget: 300 * time.Millisecond},
 		{name: "progress frame with response fields", mode: "progress-with-fields", timeoutMS: 20_000,
-			wantCode: errcode.WorkerFailed, wantText: "progress frame with response fields"},
+			wantReason: RunBadAnswer, wantPhase: PhaseStatement, wantErr: "progress frame with response fields"},
 		{name: "huge progress frame", mode: "progress-huge", timeoutMS: 20_000,
-			wantCode: errcode.WorkerFailed, wantText: "progress frame larger than"},
+			wantReason: RunBadAnswer, wantPhase: PhaseStatement, wantErr: "progress frame larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,17 +93,27 @@ func TestSpawnerProgress(t *testing.T) {
 			s := helperSpawner(t, tt.mode, 0)
 			var mu sync.Mutex
 			var got []Progress
-			resp := s.RunWithProgress(context.Background(), &Request{Op: OpQuery, DB: "x.db", Snapshot: tt.snapshot, Limits: Limits{TimeoutMS: tt.timeoutMS}}, func(p Progress) {
+			resp, err := s.RunWithProgress(context.Background(), &Request{Op: OpQuery, DB: "x.db", Snapshot: tt.snapshot, Limits: Limits{TimeoutMS: tt.timeoutMS}}, func(p Progress) {
 				mu.Lock()
 				got = append(got, p)
 				mu.Unlock()
 			})
-			if tt.wantCode == "" {
-				if !resp.OK || resp.Text != tt.wantText {
-					t.Fatalf("got %+v, want ok %q", resp, tt.wantText)
+			if tt.wantReason == 0 {
+				if err != nil || !resp.OK || resp.Text != tt.wantText {
+					t.Fatalf("got %+v, %v, want ok %q", resp, err, tt.wantText)
 				}
-			} else if resp.Code != tt.wantCode || !strings.Contains(resp.Message, tt.wantText) {
-				t.Fatalf("got %s: %s, want %s containing %q", resp.Code, resp.Message, tt.wantCode, tt.wantText)
+			} else {
+				code := errcode.WorkerFailed
+				if tt.wantReason == RunTimeout {
+					code = errcode.Timeout
+				}
+				re := wantRunError(t, resp, err, tt.wantReason, tt.wantPhase, code)
+				if re.Budget != tt.wantBudget {
+					t.Fatalf("budget %s, want %s", re.Budget, tt.wantBudget)
+				}
+				if tt.wantErr != "" && (re.Err == nil || !strings.Contains(re.Err.Error(), tt.wantErr)) {
+					t.Fatalf("Err %v, want one containing %q", re.Err, tt.wantErr)
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -112,14 +127,14 @@ func TestSpawnerProgress(t *testing.T) {
 func TestRequestTooLargeIsRefusedBeforeAWorker(t *testing.T) {
 	// A worker that would answer anything: the refusal must come first.
 	s := helperSpawner(t, "echo", 0)
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT '" + strings.Repeat("a", MaxRequestBytes) + "'"})
-	if resp.Code != errcode.InvalidArgument || !strings.Contains(resp.Message, "nothing was run") {
-		t.Fatalf("got %s: %s", resp.Code, resp.Message)
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT '" + strings.Repeat("a", MaxRequestBytes) + "'"})
+	if resp != nil || errcode.Of(err) != errcode.InvalidArgument || !strings.Contains(err.Error(), "nothing was run") {
+		t.Fatalf("got %+v, %v", resp, err)
 	}
 	// Escaping counts: 2 MB of control characters is 12 MB of JSON.
-	resp = s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: strings.Repeat("\x01", 2<<20)})
-	if resp.Code != errcode.InvalidArgument {
-		t.Fatalf("escaped text: got %s: %s", resp.Code, resp.Message)
+	resp, err = s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: strings.Repeat("\x01", 2<<20)})
+	if resp != nil || errcode.Of(err) != errcode.InvalidArgument {
+		t.Fatalf("escaped text: got %+v, %v", resp, err)
 	}
 }
 

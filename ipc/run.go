@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // One request in a started worker: written, answered or stopped.
@@ -40,7 +38,9 @@ func budgetsOf(req *Request) budgets {
 	return b
 }
 
-func (p *process) run(ctx context.Context, req *Request, onProgress func(Progress), background *sync.WaitGroup) *Response {
+// run sends req to p and returns the worker's answer, or a *RunError when
+// the worker was stopped or gave none.
+func (p *process) run(ctx context.Context, req *Request, onProgress func(Progress), background *sync.WaitGroup) (*Response, error) {
 	b := budgetsOf(req)
 	// Phase changes reach the kill timer below: at most a snapshot start
 	// and, after it, a statement start, so two slots never block.
@@ -76,7 +76,8 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 	timer := time.NewTimer(budget + KillGrace)
 	defer timer.Stop()
 	var res readResult
-	killed, phase := "", ""
+	var killed RunReason
+	phase := PhaseStatement // until a snapshot frame: the statement's budget runs
 wait:
 	for {
 		select {
@@ -91,18 +92,18 @@ wait:
 			}
 			timer.Reset(budget + KillGrace)
 		case <-timer.C:
-			killed = "timeout"
+			killed = RunTimeout
 			p.kill()
 			res = <-answered
 			break wait
 		case <-ctx.Done():
-			killed = "cancelled"
+			killed = RunCancelled
 			p.kill()
 			res = <-answered
 			break wait
 		}
 	}
-	if killed == "" && res.err == nil {
+	if killed == 0 && res.err == nil {
 		// Answered: the worker is exiting; reap it off the call path.
 		background.Add(1)
 		go func() {
@@ -110,26 +111,22 @@ wait:
 			<-drained
 			_ = p.wait()
 		}()
-		return res.resp
+		return res.resp, nil
 	}
 	<-drained
 	waitErr := p.wait()
 
 	switch {
-	case killed == "timeout" && phase == PhaseSnapshot:
-		return Failure(errcode.SnapshotTimeout(budget, true))
-	case killed == "timeout":
-		return Failure(errcode.QueryTimeout(budget, "worker killed"))
-	case killed == "cancelled":
-		return Failure(errcode.New(errcode.Cancelled, "the call was cancelled; its worker was stopped and nothing it did was kept"))
+	case killed == RunTimeout:
+		return nil, &RunError{Reason: RunTimeout, Phase: phase, Budget: budget}
+	case killed == RunCancelled:
+		return nil, &RunError{Reason: RunCancelled, Phase: phase}
+	case p.relay.sawOutOfMemory():
+		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr)}
+	case errors.Is(res.err, errEmptyFrame):
+		return nil, &RunError{Reason: RunNoAnswer, Phase: phase, Exit: exitText(waitErr)}
 	}
-	if p.relay.sawOutOfMemory() {
-		return Failure(errcode.New(errcode.ResourceLimit, "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"))
-	}
-	if errors.Is(res.err, errEmptyFrame) {
-		return Failure(errcode.New(errcode.WorkerFailed, "the worker exited without an answer ("+exitText(waitErr)+"); the statement may be malformed in a way the worker could not report, try again or simplify it"))
-	}
-	return Failure(errcode.New(errcode.WorkerFailed, "the worker sent an unreadable answer ("+res.err.Error()+"; "+exitText(waitErr)+")"))
+	return nil, &RunError{Reason: RunBadAnswer, Phase: phase, Exit: exitText(waitErr), Err: res.err}
 }
 
 func exitText(err error) string {

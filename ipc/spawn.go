@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -145,26 +144,29 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	return s, nil
 }
 
-// Run executes req in a worker and returns its response. Process-level
-// failures (timeout, crash, garbage, memory) come back as a failed Response
-// with the matching code; Run never returns a nil Response.
-// Cancelling ctx kills the worker (its process group) at once and yields
-// CANCELLED: the client cancelled the call, or the server is stopping.
-func (s *Spawner) Run(ctx context.Context, req *Request) *Response {
+// Run executes req in a worker and returns its response: the worker's
+// own, failed or not. A request the worker did not answer (timeout,
+// crash, garbage, memory, no worker to run it) is a *RunError instead,
+// which says why and leaves the wording to the caller; a request too
+// large for a worker is an INVALID_ARGUMENT *errcode.Error, refused
+// before any worker. Cancelling ctx kills the worker (its process group)
+// at once: RunCancelled, for the client cancelled the call or the server
+// is stopping.
+func (s *Spawner) Run(ctx context.Context, req *Request) (*Response, error) {
 	return s.RunWithProgress(ctx, req, nil)
 }
 
 // RunWithProgress is Run that passes each progress frame of the worker to
 // onProgress (if not nil), in order, on a goroutine of its own; all calls
 // are done before it returns.
-func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress func(Progress)) *Response {
+func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress func(Progress)) (*Response, error) {
 	req.Version = Version
 	if err := checkRequestSize(req); err != nil {
-		return Failure(err)
+		return nil, err
 	}
 	p, err := s.acquire(ctx)
 	if err != nil {
-		return Failure(err)
+		return nil, err
 	}
 	defer s.callDone()
 	if p.launched && !p.isReady() {
@@ -172,7 +174,7 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 		if err := p.awaitStart(ctx); err != nil {
 			p.kill()
 			s.reapLater(p)
-			return Failure(err)
+			return nil, err
 		}
 	}
 	return p.run(ctx, req, onProgress, &s.background)
@@ -210,7 +212,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 		if s.closed {
 			s.calls--
 			s.mu.Unlock()
-			return nil, errcode.New(errcode.WorkerFailed, "the server is shutting down; the call was not run")
+			return nil, &RunError{Reason: RunShuttingDown, Phase: PhaseWaiting}
 		}
 		if p := s.popStandby(); p != nil {
 			none := s.noneReady()
@@ -237,7 +239,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 			p, err := s.start(false, sl)
 			if err != nil {
 				s.callDone()
-				return nil, errcode.New(errcode.WorkerFailed, "could not start a worker process: "+err.Error())
+				return nil, &RunError{Reason: RunStartFailed, Phase: PhaseWaiting, Err: err}
 			}
 			s.log.Debug("call started its own worker: no standby left", "pid", p.pid())
 			return p, nil
@@ -249,7 +251,7 @@ func (s *Spawner) acquire(ctx context.Context) (*process, error) {
 		case <-changed:
 		case <-ctx.Done():
 			s.callDone()
-			return nil, errcode.New(errcode.Cancelled, "the call was cancelled before it ran")
+			return nil, &RunError{Reason: RunCancelled, Phase: PhaseWaiting}
 		}
 		s.mu.Lock()
 	}

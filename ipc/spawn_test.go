@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,23 +107,27 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 	KillGrace, MaxResponseBytes = 50*time.Millisecond, 1<<20
 	t.Cleanup(func() { KillGrace, MaxResponseBytes = old, oldMax })
 
+	// A worker's own answer is a Response; a worker that gave none is a
+	// RunError whose fields say why (the server words it).
 	tests := []struct {
-		mode     string
-		wantCode errcode.Code
-		wantText string
+		mode       string
+		wantText   string // the answer's text, for a worker that answers
+		wantReason RunReason
+		wantCode   errcode.Code
+		wantErr    string // in RunError.Err, for a bad answer
 	}{
-		{"echo", "", "echo: SELECT 1"},
-		{"logs", "", "ok"},
-		{"hang", errcode.Timeout, "worker killed"},
-		{"crash", errcode.WorkerFailed, "exited without an answer"},
-		{"oom", errcode.ResourceLimit, "out of memory"},
-		{"garbage", errcode.WorkerFailed, "unreadable answer"},
-		{"huge", errcode.WorkerFailed, "larger than"},
-		{"hugeheader", errcode.WorkerFailed, "larger than"},
-		{"short", errcode.WorkerFailed, "payload cut short"},
-		{"version", errcode.WorkerFailed, "protocol version"},
-		{"nocode", errcode.WorkerFailed, "without an error code"},
-		{"silent", errcode.WorkerFailed, "exited without an answer"},
+		{mode: "echo", wantText: "echo: SELECT 1"},
+		{mode: "logs", wantText: "ok"},
+		{mode: "hang", wantReason: RunTimeout, wantCode: errcode.Timeout},
+		{mode: "crash", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
+		{mode: "oom", wantReason: RunOutOfMemory, wantCode: errcode.ResourceLimit},
+		{mode: "garbage", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "invalid character"},
+		{mode: "huge", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "larger than"},
+		{mode: "hugeheader", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "larger than"},
+		{mode: "short", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "payload cut short"},
+		{mode: "version", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "protocol version"},
+		{mode: "nocode", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "without an error code"},
+		{mode: "silent", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 	}
 	for _, tt := range tests {
 		for _, standby := range []int{0, 1} {
@@ -136,15 +141,22 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 					if tt.mode == "hang" {
 						timeout = 300
 					}
-					resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: timeout}})
-					if tt.wantCode == "" {
-						if !resp.OK || resp.Text != tt.wantText {
-							t.Fatalf("got %+v, want ok %q", resp, tt.wantText)
+					resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: timeout}})
+					if tt.wantReason == 0 {
+						if err != nil || !resp.OK || resp.Text != tt.wantText {
+							t.Fatalf("got %+v, %v, want ok %q", resp, err, tt.wantText)
 						}
 						continue
 					}
-					if resp.OK || resp.Code != tt.wantCode || !strings.Contains(resp.Message, tt.wantText) {
-						t.Fatalf("got %s: %s, want %s containing %q", resp.Code, resp.Message, tt.wantCode, tt.wantText)
+					re := wantRunError(t, resp, err, tt.wantReason, PhaseStatement, tt.wantCode)
+					if tt.mode == "hang" && re.Budget != 300*time.Millisecond {
+						t.Fatalf("budget %s, want 300ms", re.Budget)
+					}
+					if tt.wantErr != "" && (re.Err == nil || !strings.Contains(re.Err.Error(), tt.wantErr)) {
+						t.Fatalf("Err %v, want one containing %q", re.Err, tt.wantErr)
+					}
+					if (tt.wantReason == RunNoAnswer || tt.wantReason == RunBadAnswer) && re.Exit == "" {
+						t.Fatalf("no exit status in %v", re)
 					}
 				}
 			})
@@ -152,13 +164,28 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 	}
 }
 
+// wantRunError checks that a call got no answer but a RunError of reason
+// in phase, with code, and returns it.
+func wantRunError(t *testing.T, resp *Response, err error, reason RunReason, phase string, code errcode.Code) *RunError {
+	t.Helper()
+	var re *RunError
+	if !errors.As(err, &re) {
+		t.Fatalf("got %+v, %v; want a RunError", resp, err)
+	}
+	if resp != nil {
+		t.Fatalf("a response %+v with %v", resp, err)
+	}
+	if re.Reason != reason || re.Phase != phase || !errors.Is(err, code) || errcode.Of(err) != code {
+		t.Fatalf("got %v (code %s), want %s in phase %s, %s", re, errcode.Of(err), reason, phase, code)
+	}
+	return re
+}
+
 func TestSpawnerTimeoutIsPrompt(t *testing.T) {
 	s := helperSpawner(t, "hang", 1)
 	start := time.Now()
-	resp := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 200}})
-	if resp.Code != errcode.Timeout {
-		t.Fatalf("got %+v", resp)
-	}
+	resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 200}})
+	wantRunError(t, resp, err, RunTimeout, PhaseStatement, errcode.Timeout)
 	// Generous bound: this only guards against waiting for the hour-long sleep.
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("timeout took %s", d)
@@ -169,10 +196,8 @@ func TestSpawnerCancelKills(t *testing.T) {
 	s := helperSpawner(t, "hang", 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
-	resp := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 60_000}})
-	if resp.Code != errcode.Cancelled || !strings.Contains(resp.Message, "cancelled") {
-		t.Fatalf("got %+v", resp)
-	}
+	resp, err := s.Run(ctx, &Request{Op: OpQuery, DB: "x.db", Limits: Limits{TimeoutMS: 60_000}})
+	wantRunError(t, resp, err, RunCancelled, PhaseStatement, errcode.Cancelled)
 }
 
 func TestReadRequest(t *testing.T) {

@@ -457,7 +457,10 @@ func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
 	if c.progress != nil {
 		onProgress = c.progress.worker
 	}
-	resp := s.spawner.RunWithProgress(ctx, req, onProgress)
+	resp, err := s.spawner.RunWithProgress(ctx, req, onProgress)
+	if err != nil {
+		return nil, agentError(err)
+	}
 	for k, v := range resp.Detail {
 		c.detail[k] = v
 	}
