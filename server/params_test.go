@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // propertyOf declares ps on a bare tool and returns the wire JSON of
@@ -28,7 +30,7 @@ func TestParamSchema(t *testing.T) {
 	tests := []struct {
 		name     string
 		p        param
-		want     string
+		want     string // the property's wire JSON
 		required bool
 	}{
 		{"required text has minLength", param{name: "q", kind: text, required: true, desc: "d"},
@@ -215,6 +217,17 @@ func TestDeclaredTools(t *testing.T) {
 					t.Errorf("handler: %v\nwant %s", err, want)
 				}
 			})
+		}
+	}
+}
+
+// TestViewNamePattern: create_view's declared pattern admits exactly the
+// names the policy (and so the worker) accepts.
+func TestViewNamePattern(t *testing.T) {
+	re := createViewParams[0].pattern
+	for _, name := range []string{"v", "_v1", "View_2", "1v", "", "a-b", "a b", "é", "v\n", "v;", "ab\x00"} {
+		if got, want := re.MatchString(name), policy.ValidViewName(name); got != want {
+			t.Errorf("%q: pattern %v, policy %v", name, got, want)
 		}
 	}
 }
