@@ -107,16 +107,9 @@ func ResultText(res *mcp.CallToolResult) string {
 
 // verify checks the chain offline: exit 0 intact, 1 broken, 2 unusable.
 func verify(ctx context.Context, args []string, env Env) error {
-	jsonl, fromExport, args, err := takeFlag(args, "jsonl")
+	cfg, jsonl, fromExport, err := configWithFlag(args, env, "jsonl", "mcp-sqlite-memory verify --db memory.db, or verify --jsonl memory.jsonl")
 	if err != nil {
 		return err
-	}
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory verify --db memory.db, or verify --jsonl memory.jsonl", rest[0])}
 	}
 	if fromExport {
 		return verifyJSONL(jsonl, env)

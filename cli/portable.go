@@ -40,6 +40,24 @@ func takeFlag(args []string, name string) (value string, found bool, rest []stri
 	return value, found, rest, nil
 }
 
+// configWithFlag parses a one-shot command's arguments: its own --name
+// flag (see takeFlag), then the server's flags; any other argument is
+// refused with try, the command line to type instead.
+func configWithFlag(args []string, env Env, name, try string) (cfg *server.Config, value string, found bool, err error) {
+	value, found, args, err = takeFlag(args, name)
+	if err != nil {
+		return nil, "", false, err
+	}
+	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if len(rest) > 0 {
+		return nil, "", false, &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: %s", rest[0], try)}
+	}
+	return cfg, value, found, nil
+}
+
 // progressPrinter returns a progress callback that prints one line on
 // stderr at most once a second, starting after the first second: short
 // chains print nothing.
@@ -61,16 +79,9 @@ func progressPrinter(w io.Writer, verb string) func(done, total int64) {
 
 // exportCmd writes the memory of a database as JSON Lines.
 func exportCmd(ctx context.Context, args []string, env Env) error {
-	out, toFile, args, err := takeFlag(args, "out")
+	cfg, out, toFile, err := configWithFlag(args, env, "out", "mcp-sqlite-memory export --db memory.db --out memory.jsonl")
 	if err != nil {
 		return err
-	}
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory export --db memory.db --out memory.jsonl", rest[0])}
 	}
 	if err := cfg.RequireDB(); err != nil {
 		return err

@@ -336,7 +336,11 @@ func (s *Spawner) fill() {
 		p, err := s.start(true, sl)
 		if err != nil {
 			s.failed()
-			s.log.Error("could not start a standby worker", "error", err)
+			if s.isClosed() {
+				s.log.Debug("standby worker not started: the server is stopping", "error", err)
+			} else {
+				s.log.Error("could not start a standby worker", "error", err)
+			}
 			continue
 		}
 		s.mu.Lock()

@@ -8,8 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,14 +140,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("memory: create audit folder: %w", err)
-	}
-	db, err := openDB(ctx, abs, true, synchronousFull, log)
+	db, abs, err := create(ctx, path, "audit", synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}

@@ -133,14 +133,7 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("memory: create database folder: %w", err)
-	}
-	db, err := openDB(ctx, abs, true, syncLevel, log)
+	db, abs, err := create(ctx, path, "database", syncLevel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +227,21 @@ const (
 // openDB opens a pool on the file and checks that it is SQLite. With create
 // it also switches the file to WAL (persistent, so done once, not per
 // connection). syncLevel is the connections' PRAGMA synchronous.
+// create opens the database at path, creating it and its folder (what
+// names the file in the folder's error: "database", "audit"), and returns
+// it with its absolute path.
+func create(ctx context.Context, path, what, syncLevel string, log hclog.Logger) (*sql.DB, string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("memory: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, "", fmt.Errorf("memory: create %s folder: %w", what, err)
+	}
+	db, err := openDB(ctx, abs, true, syncLevel, log)
+	return db, abs, err
+}
+
 func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn(abs, create, syncLevel))
 	if err != nil {

@@ -44,15 +44,13 @@ func (c *Conn) NewSession(record func(table string) bool) (*Session, error) {
 	if !c.usable() {
 		return nil, errClosed
 	}
-	z := c.tls.Alloc(len("main") + 1)
-	defer c.tls.Free(len("main") + 1)
-	cstring(z, "main")
-	pp := c.scratch + scratchOut1
-	storePtr(pp, 0)
-	if rc := sqlite3.Xsqlite3session_create(c.tls, c.db, z, pp); rc != sqlite3.SQLITE_OK {
-		return nil, c.errorFor(rc)
+	p, err := c.onMain(func(zMain, out uintptr) int32 {
+		return sqlite3.Xsqlite3session_create(c.tls, c.db, zMain, out)
+	})
+	if err != nil {
+		return nil, err
 	}
-	s := &Session{c: c, p: loadPtr(pp)}
+	s := &Session{c: c, p: p}
 	// The rowid option must be set before any table is attached.
 	arg := c.scratch + scratchInt
 	storeInt32(arg, 1)

@@ -21,15 +21,27 @@ func (c *Conn) Snapshot() (*Snapshot, error) {
 	if !c.usable() {
 		return nil, errClosed
 	}
+	p, err := c.onMain(func(zMain, out uintptr) int32 {
+		return sqlite3.Xsqlite3_snapshot_get(c.tls, c.db, zMain, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{p: p}, nil
+}
+
+// onMain calls an SQLite function that takes the schema name "main" and
+// an out-pointer, and returns what it stored there.
+func (c *Conn) onMain(call func(zMain, out uintptr) int32) (uintptr, error) {
 	z := c.tls.Alloc(len("main") + 1)
 	defer c.tls.Free(len("main") + 1)
 	cstring(z, "main")
-	pp := c.scratch + scratchOut1
-	storePtr(pp, 0)
-	if rc := sqlite3.Xsqlite3_snapshot_get(c.tls, c.db, z, pp); rc != sqlite3.SQLITE_OK {
-		return nil, c.errorFor(rc)
+	out := c.scratch + scratchOut1
+	storePtr(out, 0)
+	if rc := call(z, out); rc != sqlite3.SQLITE_OK {
+		return 0, c.errorFor(rc)
 	}
-	return &Snapshot{p: loadPtr(pp)}, nil
+	return loadPtr(out), nil
 }
 
 // OpenSnapshot makes the transaction that c has begun (BEGIN, nothing read
@@ -44,13 +56,10 @@ func (c *Conn) OpenSnapshot(s *Snapshot) error {
 	if s == nil || s.p == 0 {
 		return &Error{Code: ResultMisuse, Msg: "rawsqlite: snapshot is freed"}
 	}
-	z := c.tls.Alloc(len("main") + 1)
-	defer c.tls.Free(len("main") + 1)
-	cstring(z, "main")
-	if rc := sqlite3.Xsqlite3_snapshot_open(c.tls, c.db, z, s.p); rc != sqlite3.SQLITE_OK {
-		return c.errorFor(rc)
-	}
-	return nil
+	_, err := c.onMain(func(zMain, _ uintptr) int32 {
+		return sqlite3.Xsqlite3_snapshot_open(c.tls, c.db, zMain, s.p)
+	})
+	return err
 }
 
 // Free releases s; Free on a freed snapshot does nothing.

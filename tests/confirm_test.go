@@ -476,6 +476,14 @@ func TestConfirmShutdownWhileAsking(t *testing.T) {
 	p.readUntil(2)
 	p.callLine(3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"})
 	p.readRequest("elicitation/create")
+	closeWhileAsking(t, p)
+	waitAudit(t, db, "CANCELLED: server shutting down")
+}
+
+// closeWhileAsking closes the server's stdin while a question waits and
+// requires a clean exit within 5 s.
+func closeWhileAsking(t *testing.T, p *procServer) {
+	t.Helper()
 	p.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -487,7 +495,6 @@ func TestConfirmShutdownWhileAsking(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server did not exit while a question waited")
 	}
-	waitAudit(t, db, "CANCELLED: server shutting down")
 }
 
 // TestConfirmProgressDuringDryRun: a dry run that takes seconds sends
@@ -533,17 +540,7 @@ func TestConfirmShutdownWhileModernAsks(t *testing.T) {
 	if asked := modernCall(p, 3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"}, "", nil); asked["resultType"] != "input_required" {
 		t.Fatalf("first round: %v", asked)
 	}
-	p.in.Close()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("server exit: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server did not exit while a question waited")
-	}
+	closeWhileAsking(t, p)
 	row := waitAudit(t, db, "CANCELLED: server shutting down")
 	if row.tool != "destructive_query" || !strings.Contains(row.detail, "DROP TABLE") {
 		t.Fatalf("audit row %+v", row)
