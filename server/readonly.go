@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
@@ -49,27 +47,28 @@ var (
 	querySchema      = json.RawMessage(`{"type":"object","properties":{"columns":{"type":"array","items":{"type":"string"}},"rows":{"type":"array","items":{"type":"array"}},"returnedRows":{"type":"integer"},"limit":{"type":"integer"},"offset":{"type":"integer"},"hasMore":{"type":"boolean"}},"required":["columns","rows","returnedRows","limit","offset","hasMore"]}`)
 )
 
-func (s *Server) registerReadonly() {
-	s.mcp.AddTool(newTool("list_tables", "List tables", readsOnly,
-		mcp.WithDescription(`List the database's tables as JSON {"tables":[{"name":...}]}. Start here.`),
-		mcp.WithRawOutputSchema(listTablesSchema),
-	), s.handle("list_tables", true, s.roListTables))
-	s.mcp.AddTool(newTool("describe_table", "Describe a table", readsOnly,
-		mcp.WithDescription(`Columns (name, type, nullable, primaryKey) and foreign keys (column, referencesTable, referencesColumn) of one table, as JSON, read live from SQLite.`),
-		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table name from list_tables")),
-		mcp.WithRawOutputSchema(describeSchema),
-	), s.handle("describe_table", true, s.describeTable))
-	s.mcp.AddTool(newTool("query_database", "Query the database (SELECT)", readsOnly,
-		mcp.WithDescription(fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)),
-		mcp.WithString("sql", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT or WITH ... SELECT statement")),
-		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(readonlyMaxLimit), mcp.DefaultNumber(readonlyDefaultLimit), mcp.Description("rows per page")),
-		mcp.WithInteger("offset", mcp.Min(0), mcp.Max(maxOffset), mcp.DefaultNumber(0), mcp.Description("rows to skip")),
-		mcp.WithRawOutputSchema(querySchema),
-	), s.handle("query_database", true, s.roQuery))
+func (s *Server) registerReadonly() { s.register(s.readonlyTools(), true) }
+
+// readonlyTools declares the readonly profile's tools.
+func (s *Server) readonlyTools() []tool {
+	return []tool{
+		{name: "list_tables", title: "List tables", hints: readsOnly, params: noParams, output: listTablesSchema, fn: s.roListTables,
+			desc: `List the database's tables as JSON {"tables":[{"name":...}]}. Start here.`},
+		{name: "describe_table", title: "Describe a table", hints: readsOnly, params: s.describeTableParams(), output: describeSchema, fn: s.describeTable,
+			desc: `Columns (name, type, nullable, primaryKey) and foreign keys (column, referencesTable, referencesColumn) of one table, as JSON, read live from SQLite.`},
+		{name: "query_database", title: "Query the database (SELECT)", hints: readsOnly, params: roQueryParams, output: querySchema, fn: s.roQuery,
+			desc: fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)},
+	}
+}
+
+var roQueryParams = params{
+	{name: "sql", kind: text, required: true, query: true, desc: "one SELECT or WITH ... SELECT statement"},
+	{name: "limit", kind: integer, min: 1, max: readonlyMaxLimit, def: readonlyDefaultLimit, hint: "page with offset for more rows", desc: "rows per page"},
+	{name: "offset", kind: integer, min: 0, max: maxOffset, def: 0, desc: "rows to skip"},
 }
 
 func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only(); err != nil {
+	if _, err := noParams.parse(a, c); err != nil {
 		return outcome{}, err
 	}
 	req := s.request(ipc.OpListTables, "select")
@@ -78,25 +77,14 @@ func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, erro
 }
 
 func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("sql", "limit", "offset"); err != nil {
-		return outcome{}, err
-	}
-	q, err := a.str("sql", true, "")
+	v, err := roQueryParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(q)
-	limit, err := a.int("limit", readonlyDefaultLimit, 1, readonlyMaxLimit, "page with offset for more rows")
-	if err != nil {
-		return outcome{}, err
-	}
-	offset, err := a.int("offset", 0, 0, maxOffset, "")
-	if err != nil {
-		return outcome{}, err
-	}
+	limit, offset := v.int("limit"), v.int("offset")
 	c.detail["limit"], c.detail["offset"] = limit, offset
 	req := s.request(ipc.OpQuery, "select")
-	req.SQL, req.Limit, req.Offset, req.Format = q, limit, offset, "json"
+	req.SQL, req.Limit, req.Offset, req.Format = v.str("sql"), limit, offset, "json"
 	// The byte cap still applies; when it stops a page early, hasMore is
 	// set, so offset + returnedRows resumes at the right row.
 	req.Caps.MaxRows = readonlyMaxLimit

@@ -60,14 +60,12 @@ const snapshotSkipped = "ok: snapshot skipped (disabled or target unavailable)"
 // spent) is reported as skipped, never raised, as the reference does; a
 // cancelled call gets no answer, like any other.
 func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("reason"); err != nil {
-		return outcome{}, err
-	}
-	reason, err := a.str("reason", false, "manual")
+	v, err := snapshotParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	if reason = strings.TrimSpace(reason); reason == "" {
+	reason := strings.TrimSpace(v.str("reason"))
+	if reason == "" {
 		reason = "manual"
 	}
 	c.setQuery(reason)

@@ -2,15 +2,16 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // Argument bounds that do not come from the configuration.
@@ -36,38 +37,49 @@ var (
 	onlyAdds  = hints{}
 )
 
-// newTool declares a tool with its human title (top-level title of MCP
+// tool declares one MCP tool: what tools/list shows of it and the handler
+// that answers it. The handler parses its arguments with the very params
+// the schema is made from.
+type tool struct {
+	name, title string
+	hints       hints
+	desc        string
+	params      params
+	output      json.RawMessage // the readonly tools' structured output
+	fn          toolFunc
+}
+
+// mcpTool is the tool with its human title (top-level title of MCP
 // 2025-06-18 and later, and annotations.title for older hosts), its hints
 // with openWorldHint false (the tools touch one local file), and an input
 // schema that admits no argument it does not list.
-func newTool(name, title string, h hints, opts ...mcp.ToolOption) mcp.Tool {
-	base := []mcp.ToolOption{
-		mcp.WithToolTitle(title),
+func (t tool) mcpTool() mcp.Tool {
+	opts := []mcp.ToolOption{
+		mcp.WithToolTitle(t.title),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{
-			Title:           title,
-			ReadOnlyHint:    mcp.ToBoolPtr(h.readOnly),
-			DestructiveHint: mcp.ToBoolPtr(h.destructive),
-			IdempotentHint:  mcp.ToBoolPtr(h.idempotent),
+			Title:           t.title,
+			ReadOnlyHint:    mcp.ToBoolPtr(t.hints.readOnly),
+			DestructiveHint: mcp.ToBoolPtr(t.hints.destructive),
+			IdempotentHint:  mcp.ToBoolPtr(t.hints.idempotent),
 			OpenWorldHint:   mcp.ToBoolPtr(false),
 		}),
 		mcp.WithSchemaAdditionalProperties(false),
+		mcp.WithDescription(t.desc),
 	}
-	return mcp.NewTool(name, append(base, opts...)...)
+	opts = append(opts, t.params.schema()...)
+	if t.output != nil {
+		opts = append(opts, mcp.WithRawOutputSchema(t.output))
+	}
+	return mcp.NewTool(t.name, opts...)
 }
 
-// stringOrStrings lets a property be an array of strings or one string,
-// so that hosts validating arguments against the schema accept both forms
-// of a list (get_resume_context's exclude_kinds).
-func stringOrStrings() mcp.PropertyOption {
-	return func(schema map[string]any) {
-		schema["anyOf"] = []any{
-			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-			map[string]any{"type": "string"},
-		}
+// register offers tools; jsonTool marks the readonly profile's.
+func (s *Server) register(tools []tool, jsonTool bool) {
+	for _, t := range tools {
+		s.mcp.AddTool(t.mcpTool(), s.handle(t.name, jsonTool, t.fn))
 	}
 }
 
-// searchLimit is search_text's default limit, within --max-rows.
 // asksText tells the agent, in a tool's description, that the server may
 // ask the person before the call runs (SPEC 5.5).
 func (s *Server) asksText(tool string) string {
@@ -82,101 +94,130 @@ func (s *Server) asksText(tool string) string {
 	return " Before it runs, the server dry-runs it and may ask the user to allow it, showing what it would change (MCP elicitation); DECLINED means the user said no and nothing changed: do not retry it, ask the user what they want instead."
 }
 
+// searchLimit is search_text's default limit, within --max-rows.
 func (s *Server) searchLimit() int { return min(searchDefaultLimit, s.cfg.MaxRows) }
 
-func (s *Server) registerMemory() {
+func (s *Server) registerMemory() { s.register(s.memoryTools(), false) }
+
+// memoryTools declares the memory profile's tools.
+func (s *Server) memoryTools() []tool {
 	c := s.cfg
-	s.mcp.AddTool(newTool("read_query", "Read query (SELECT)", readsOnly,
-		mcp.WithDescription(fmt.Sprintf("Run ONE read-only SQL statement (SELECT, WITH ... SELECT, EXPLAIN, or an introspection PRAGMA such as table_info) and get CSV with a '# N rows' trailer. NULL is an empty field, the empty string is \"\". Page with limit (default %d, max %d) and offset; the trailer says when more rows exist. format=\"json\" returns {columns, rows, returnedRows, limit, offset, hasMore}. Writes are refused: use write_query or destructive_query.", c.DefaultLimit, c.MaxRows)),
-		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT / WITH / EXPLAIN / introspection PRAGMA statement")),
-		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(c.MaxRows), mcp.DefaultNumber(c.DefaultLimit), mcp.Description("rows to return")),
-		mcp.WithInteger("offset", mcp.Min(0), mcp.Max(maxOffset), mcp.DefaultNumber(0), mcp.Description("rows to skip first")),
-		mcp.WithString("format", mcp.Enum("csv", "json"), mcp.DefaultString("csv"), mcp.Description("csv, or json for {columns, rows, ...}")),
-	), s.handle("read_query", false, s.readQuery))
+	return []tool{
+		{name: "read_query", title: "Read query (SELECT)", hints: readsOnly, params: s.readQueryParams(), fn: s.readQuery,
+			desc: fmt.Sprintf("Run ONE read-only SQL statement (SELECT, WITH ... SELECT, EXPLAIN, or an introspection PRAGMA such as table_info) and get CSV with a '# N rows' trailer. NULL is an empty field, the empty string is \"\". Page with limit (default %d, max %d) and offset; the trailer says when more rows exist. format=\"json\" returns {columns, rows, returnedRows, limit, offset, hasMore}. Writes are refused: use write_query or destructive_query.", c.DefaultLimit, c.MaxRows)},
+		// UPDATE, REPLACE and upserts overwrite rows without a snapshot, so
+		// write_query is destructive in the MCP sense, though it removes nothing.
+		{name: "write_query", title: "Write query (INSERT, UPDATE, CREATE)", hints: hints{destructive: true}, params: writeQueryParams, fn: s.writeQuery,
+			desc: fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.%s", c.MaxUpdateRows, s.asksText("write_query"))},
+		// Not idempotent: every call takes a new snapshot, and a repeated
+		// statement may remove or change more.
+		{name: "destructive_query", title: "Destructive query (snapshot first)", hints: hints{destructive: true}, params: destructiveQueryParams, fn: s.destructiveQuery,
+			desc: "Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then snapshotted (a copy of the database, or for a large one an undo record of exactly what the statement changes), then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed." + s.asksText("destructive_query")},
+		{name: "list_tables", title: "List tables and views", hints: readsOnly, params: listTablesParams, fn: s.listTables,
+			desc: "List tables and views as CSV name,type,system,rows. system=1 marks the server's own tables (memory log, audit log), which are readable but cannot be changed."},
+		{name: "describe_table", title: "Describe a table or view", hints: readsOnly, params: s.describeTableParams(), fn: s.describeTable,
+			desc: "Describe a table or view: CSV sections '# columns' (cid,name,type,notnull,default,pk), '# foreign_keys' (from,to_table,to_column) and '# indexes' (name,unique,origin,columns)."},
+		{name: "get_schema", title: "Show the schema", hints: readsOnly, params: getSchemaParams, fn: s.getSchema,
+			desc: "Every CREATE statement as stored (tables, indexes, views, triggers). Views saved with create_view carry a '-- description:' line: they are reusable queries from earlier sessions."},
+		// replace=true overwrites a view's definition (the old SQL is kept in
+		// the audit log): destructive. Repeating a call changes nothing more:
+		// the view is the same, or the second call is refused.
+		{name: "create_view", title: "Save a query as a view", hints: hints{destructive: true, idempotent: true}, params: createViewParams, fn: s.createView,
+			desc: "Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first." + s.asksText("create_view")},
+		{name: "append_event", title: "Append a memory event", hints: onlyAdds, params: appendEventParams, fn: s.appendEvent,
+			desc: "Append a note, decision or finding to the append-only, hash-chained memory log. The server computes the hash; events can never be edited or deleted."},
+		// Not destructive: it only adds a file beside the database (rotation
+		// removes old snapshots, never data). Not idempotent: every call adds
+		// one.
+		{name: "snapshot", title: "Snapshot the database", hints: onlyAdds, params: snapshotParams, fn: s.snapshotTool,
+			desc: "Write a full copy of the database file now, with the same online backup, naming and rotation as destructive_query's snapshots (the newest --snapshots are kept in the snapshot folder). Answers 'ok: snapshot written: PATH', or 'ok: snapshot skipped (disabled or target unavailable)' when snapshots are off or the folder cannot be written; it never fails for that. reason is kept in the audit log."},
+		{name: "verify_chain", title: "Verify the memory chain", hints: readsOnly, params: noParams, fn: s.verifyChain,
+			desc: "Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."},
+		{name: "checkpoint", title: "Write a checkpoint", hints: onlyAdds, params: checkpointParams, fn: s.checkpoint,
+			desc: "Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."},
+		{name: "get_resume_context", title: "Resume context (call first)", hints: readsOnly, params: resumeContextParams, fn: s.resumeContext,
+			desc: "Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."},
+		{name: "search_text", title: "Search text in a table", hints: readsOnly, params: s.searchTextParams(), fn: s.searchText,
+			desc: fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)},
+	}
+}
 
-	// UPDATE, REPLACE and upserts overwrite rows without a snapshot, so
-	// write_query is destructive in the MCP sense, though it removes nothing.
-	s.mcp.AddTool(newTool("write_query", "Write query (INSERT, UPDATE, CREATE)", hints{destructive: true},
-		mcp.WithDescription(fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.%s", c.MaxUpdateRows, s.asksText("write_query"))),
-		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one writing SQL statement")),
-	), s.handle("write_query", false, s.writeQuery))
+// The arguments of each tool, in the order tools/list shows them and the
+// handler checks them. Those that depend on the configuration are methods.
+var (
+	noParams         = params{}
+	writeQueryParams = params{
+		{name: "query", kind: text, required: true, query: true, desc: "one writing SQL statement"},
+	}
+	destructiveQueryParams = params{
+		{name: "query", kind: text, required: true, query: true, desc: "one destructive SQL statement"},
+		{name: "reason", kind: text, required: true, desc: "why this change is needed (kept in the audit log)",
+			missing: "reason is required: say in a sentence why this destructive change is needed"},
+	}
+	listTablesParams = params{
+		{name: "include_row_counts", kind: boolean, def: true, desc: "count the rows of each table"},
+	}
+	getSchemaParams = params{
+		{name: "include_system", kind: boolean, def: false, desc: "also show the server's own objects"},
+	}
+	createViewParams = params{
+		{name: "name", kind: text, required: true, pattern: regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`),
+			shape: "letters, digits, underscores; not starting with a digit",
+			desc:  "view name: letters, digits, underscores, not starting with a digit"},
+		{name: "select_sql", kind: text, required: true, query: true, desc: "one SELECT or WITH ... SELECT statement"},
+		{name: "description", kind: text, def: "", desc: "what the view answers; stored inside its SQL"},
+		{name: "replace", kind: boolean, def: false, desc: "replace an existing view (its previous SQL is kept in the audit log)"},
+	}
+	appendEventParams = params{
+		{name: "content", kind: text, required: true, query: true, desc: "the event text"},
+		{name: "kind", kind: text, def: "note", desc: "a short category such as note, decision, finding, todo"},
+	}
+	snapshotParams = params{
+		{name: "reason", kind: text, def: "manual", desc: "why the snapshot is taken, e.g. \"before a refactor\" (kept in the audit log)"},
+	}
+	checkpointParams = params{
+		{name: "summary", kind: text, required: true, query: true, desc: "what a fresh session needs to know to carry on"},
+	}
+	resumeContextParams = params{
+		{name: "max_events", kind: integer, min: 1, max: maxResumeEvents, def: memory.DefaultMaxEvents, desc: "most recent events to show"},
+		{name: "exclude_kinds", kind: textList, def: "", desc: "event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\""},
+		{name: "query", kind: text, desc: `words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`},
+	}
+)
 
-	// Not idempotent: every call takes a new snapshot, and a repeated
-	// statement may remove or change more.
-	s.mcp.AddTool(newTool("destructive_query", "Destructive query (snapshot first)", hints{destructive: true},
-		mcp.WithDescription("Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then snapshotted (a copy of the database, or for a large one an undo record of exactly what the statement changes), then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed."+s.asksText("destructive_query")),
-		mcp.WithString("query", mcp.Required(), mcp.MinLength(1), mcp.Description("one destructive SQL statement")),
-		mcp.WithString("reason", mcp.Required(), mcp.MinLength(1), mcp.Description("why this change is needed (kept in the audit log)")),
-	), s.handle("destructive_query", false, s.destructiveQuery))
+func (s *Server) readQueryParams() params {
+	return params{
+		{name: "query", kind: text, required: true, query: true, desc: "one SELECT / WITH / EXPLAIN / introspection PRAGMA statement"},
+		{name: "limit", kind: integer, min: 1, max: s.cfg.MaxRows, def: s.cfg.DefaultLimit, hint: s.limitHint(), desc: "rows to return"},
+		{name: "offset", kind: integer, min: 0, max: maxOffset, def: 0, desc: "rows to skip first"},
+		{name: "format", kind: text, enum: []string{"csv", "json"}, def: "csv", desc: "csv, or json for {columns, rows, ...}"},
+	}
+}
 
-	s.mcp.AddTool(newTool("list_tables", "List tables and views", readsOnly,
-		mcp.WithDescription("List tables and views as CSV name,type,system,rows. system=1 marks the server's own tables (memory log, audit log), which are readable but cannot be changed."),
-		mcp.WithBoolean("include_row_counts", mcp.DefaultBool(true), mcp.Description("count the rows of each table")),
-	), s.handle("list_tables", false, s.listTables))
+// describeTableParams: both profiles offer describe_table, each with its
+// own words.
+func (s *Server) describeTableParams() params {
+	desc := "table or view name"
+	if s.cfg.Profile == ProfileReadonly {
+		desc = "table name from list_tables"
+	}
+	return params{{name: "table", kind: text, required: true, query: true, desc: desc}}
+}
 
-	s.mcp.AddTool(newTool("describe_table", "Describe a table or view", readsOnly,
-		mcp.WithDescription("Describe a table or view: CSV sections '# columns' (cid,name,type,notnull,default,pk), '# foreign_keys' (from,to_table,to_column) and '# indexes' (name,unique,origin,columns)."),
-		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table or view name")),
-	), s.handle("describe_table", false, s.describeTable))
-
-	s.mcp.AddTool(newTool("get_schema", "Show the schema", readsOnly,
-		mcp.WithDescription("Every CREATE statement as stored (tables, indexes, views, triggers). Views saved with create_view carry a '-- description:' line: they are reusable queries from earlier sessions."),
-		mcp.WithBoolean("include_system", mcp.DefaultBool(false), mcp.Description("also show the server's own objects")),
-	), s.handle("get_schema", false, s.getSchema))
-
-	// replace=true overwrites a view's definition (the old SQL is kept in
-	// the audit log): destructive. Repeating a call changes nothing more:
-	// the view is the same, or the second call is refused.
-	s.mcp.AddTool(newTool("create_view", "Save a query as a view", hints{destructive: true, idempotent: true},
-		mcp.WithDescription("Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first."+s.asksText("create_view")),
-		mcp.WithString("name", mcp.Required(), mcp.Pattern(`^[A-Za-z_][A-Za-z0-9_]*$`), mcp.Description("view name: letters, digits, underscores, not starting with a digit")),
-		mcp.WithString("select_sql", mcp.Required(), mcp.MinLength(1), mcp.Description("one SELECT or WITH ... SELECT statement")),
-		mcp.WithString("description", mcp.DefaultString(""), mcp.Description("what the view answers; stored inside its SQL")),
-		mcp.WithBoolean("replace", mcp.DefaultBool(false), mcp.Description("replace an existing view (its previous SQL is kept in the audit log)")),
-	), s.handle("create_view", false, s.createView))
-
-	s.mcp.AddTool(newTool("append_event", "Append a memory event", onlyAdds,
-		mcp.WithDescription("Append a note, decision or finding to the append-only, hash-chained memory log. The server computes the hash; events can never be edited or deleted."),
-		mcp.WithString("content", mcp.Required(), mcp.MinLength(1), mcp.Description("the event text")),
-		mcp.WithString("kind", mcp.DefaultString("note"), mcp.Description("a short category such as note, decision, finding, todo")),
-	), s.handle("append_event", false, s.appendEvent))
-
-	// Not destructive: it only adds a file beside the database (rotation
-	// removes old snapshots, never data). Not idempotent: every call adds
-	// one.
-	s.mcp.AddTool(newTool("snapshot", "Snapshot the database", onlyAdds,
-		mcp.WithDescription("Write a full copy of the database file now, with the same online backup, naming and rotation as destructive_query's snapshots (the newest --snapshots are kept in the snapshot folder). Answers 'ok: snapshot written: PATH', or 'ok: snapshot skipped (disabled or target unavailable)' when snapshots are off or the folder cannot be written; it never fails for that. reason is kept in the audit log."),
-		mcp.WithString("reason", mcp.DefaultString("manual"), mcp.Description("why the snapshot is taken, e.g. \"before a refactor\" (kept in the audit log)")),
-	), s.handle("snapshot", false, s.snapshotTool))
-
-	s.mcp.AddTool(newTool("verify_chain", "Verify the memory chain", readsOnly,
-		mcp.WithDescription("Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."),
-	), s.handle("verify_chain", false, s.verifyChain))
-
-	s.mcp.AddTool(newTool("checkpoint", "Write a checkpoint", onlyAdds,
-		mcp.WithDescription("Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."),
-		mcp.WithString("summary", mcp.Required(), mcp.MinLength(1), mcp.Description("what a fresh session needs to know to carry on")),
-	), s.handle("checkpoint", false, s.checkpoint))
-
-	s.mcp.AddTool(newTool("get_resume_context", "Resume context (call first)", readsOnly,
-		mcp.WithDescription("Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."),
-		mcp.WithInteger("max_events", mcp.Min(1), mcp.Max(maxResumeEvents), mcp.DefaultNumber(memory.DefaultMaxEvents), mcp.Description("most recent events to show")),
-		mcp.WithAny("exclude_kinds", stringOrStrings(), mcp.DefaultString(""), mcp.Description("event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\"")),
-		mcp.WithString("query", mcp.Description(`words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`)),
-	), s.handle("get_resume_context", false, s.resumeContext))
-
-	s.mcp.AddTool(newTool("search_text", "Search text in a table", readsOnly,
-		mcp.WithDescription(fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)),
-		mcp.WithString("pattern", mcp.Required(), mcp.MinLength(1), mcp.Description("regular expression (RE2), or literal text with fixed_strings=true")),
-		mcp.WithString("table", mcp.Required(), mcp.MinLength(1), mcp.Description("table or view to search")),
-		mcp.WithArray("columns", mcp.WithStringItems(), mcp.Description("columns to search (default: the text columns)")),
-		mcp.WithString("where", mcp.Description("SQL condition that narrows the candidate rows, e.g. kind = 'note'")),
-		mcp.WithString("key_column", mcp.Description("column that identifies a row in the output (default rowid; required for views)")),
-		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(c.MaxRows), mcp.DefaultNumber(s.searchLimit()), mcp.Description("matching values to return")),
-		mcp.WithBoolean("ignore_case", mcp.DefaultBool(false), mcp.Description("case-insensitive match")),
-		mcp.WithBoolean("fixed_strings", mcp.DefaultBool(false), mcp.Description("treat pattern as literal text")),
-		mcp.WithInteger("context_chars", mcp.Min(0), mcp.Max(maxContextChars), mcp.DefaultNumber(defaultContext), mcp.Description("characters of context on each side of the match")),
-	), s.handle("search_text", false, s.searchText))
+func (s *Server) searchTextParams() params {
+	return params{
+		// A pattern of white space is a real search; only "" is empty.
+		{name: "pattern", kind: text, required: true, blankOK: true, desc: "regular expression (RE2), or literal text with fixed_strings=true",
+			missing: "pattern is required: pass a regular expression, or literal text with fixed_strings=true"},
+		{name: "table", kind: text, required: true, desc: "table or view to search"},
+		{name: "columns", kind: strList, desc: "columns to search (default: the text columns)"},
+		{name: "where", kind: text, desc: "SQL condition that narrows the candidate rows, e.g. kind = 'note'"},
+		{name: "key_column", kind: text, desc: "column that identifies a row in the output (default rowid; required for views)"},
+		{name: "limit", kind: integer, min: 1, max: s.cfg.MaxRows, def: s.searchLimit(), desc: "matching values to return"},
+		{name: "ignore_case", kind: boolean, def: false, desc: "case-insensitive match"},
+		{name: "fixed_strings", kind: boolean, def: false, desc: "treat pattern as literal text"},
+		{name: "context_chars", kind: integer, min: 0, max: maxContextChars, def: defaultContext, desc: "characters of context on each side of the match"},
+	}
 }
 
 func (s *Server) limitHint() string {
@@ -184,44 +225,23 @@ func (s *Server) limitHint() string {
 }
 
 func (s *Server) readQuery(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("query", "limit", "offset", "format"); err != nil {
-		return outcome{}, err
-	}
-	q, err := a.str("query", true, "")
+	v, err := s.readQueryParams().parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(q)
-	limit, err := a.int("limit", s.cfg.DefaultLimit, 1, s.cfg.MaxRows, s.limitHint())
-	if err != nil {
-		return outcome{}, err
-	}
-	offset, err := a.int("offset", 0, 0, maxOffset, "")
-	if err != nil {
-		return outcome{}, err
-	}
-	format, err := a.str("format", false, "csv")
-	if err != nil {
-		return outcome{}, err
-	}
-	if format != "csv" && format != "json" {
-		return outcome{}, invalid("format must be \"csv\" or \"json\", got %q", format)
-	}
+	limit, offset, format := v.int("limit"), v.int("offset"), v.str("format")
 	c.detail["limit"], c.detail["offset"], c.detail["format"] = limit, offset, format
 	req := s.request(ipc.OpQuery, "read")
-	req.SQL, req.Limit, req.Offset, req.Format = q, limit, offset, format
+	req.SQL, req.Limit, req.Offset, req.Format = v.str("query"), limit, offset, format
 	return s.answer(c, req)
 }
 
 func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("query"); err != nil {
-		return outcome{}, err
-	}
-	q, err := a.str("query", true, "")
+	v, err := writeQueryParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(q)
+	q := v.str("query")
 	c.detail["max_update_rows"] = s.cfg.MaxUpdateRows
 	req := s.request(ipc.OpQuery, "write")
 	req.SQL = q
@@ -229,18 +249,11 @@ func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error)
 }
 
 func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("query", "reason"); err != nil {
-		return outcome{}, err
-	}
-	q, err := a.str("query", true, "")
+	v, err := destructiveQueryParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(q)
-	reason, err := a.str("reason", true, "")
-	if err != nil {
-		return outcome{}, invalid("reason is required: say in a sentence why this destructive change is needed")
-	}
+	q, reason := v.str("query"), v.str("reason")
 	c.detail["reason"] = reason
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
@@ -250,27 +263,20 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 }
 
 func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("include_row_counts"); err != nil {
-		return outcome{}, err
-	}
-	counts, err := a.bool("include_row_counts", true)
+	v, err := listTablesParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
 	req := s.request(ipc.OpListTables, "read")
-	req.Table = &ipc.Table{RowCounts: counts}
+	req.Table = &ipc.Table{RowCounts: v.bool("include_row_counts")}
 	return s.answer(c, req)
 }
 
 func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("table"); err != nil {
-		return outcome{}, err
-	}
-	name, err := a.str("table", true, "")
+	v, err := s.describeTableParams().parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(name)
 	// The readonly profile answers its own JSON shape under its policy.
 	readonly := s.cfg.Profile == ProfileReadonly
 	mode := "read"
@@ -278,47 +284,26 @@ func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, err
 		mode = "select"
 	}
 	req := s.request(ipc.OpDescribeTable, mode)
-	req.Table = &ipc.Table{Name: name, JSON: readonly}
+	req.Table = &ipc.Table{Name: v.str("table"), JSON: readonly}
 	return s.answer(c, req)
 }
 
 func (s *Server) getSchema(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("include_system"); err != nil {
-		return outcome{}, err
-	}
-	all, err := a.bool("include_system", false)
+	v, err := getSchemaParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
 	req := s.request(ipc.OpSchema, "read")
-	req.Table = &ipc.Table{IncludeSystem: all}
+	req.Table = &ipc.Table{IncludeSystem: v.bool("include_system")}
 	return s.answer(c, req)
 }
 
 func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("name", "select_sql", "description", "replace"); err != nil {
-		return outcome{}, err
-	}
-	name, err := a.str("name", true, "")
+	v, err := createViewParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	if !policy.ValidViewName(name) {
-		return outcome{}, invalid("name %q must match ^[A-Za-z_][A-Za-z0-9_]*$ (letters, digits, underscores; not starting with a digit)", name)
-	}
-	sel, err := a.str("select_sql", true, "")
-	if err != nil {
-		return outcome{}, err
-	}
-	c.setQuery(sel)
-	desc, err := a.str("description", false, "")
-	if err != nil {
-		return outcome{}, err
-	}
-	replace, err := a.bool("replace", false)
-	if err != nil {
-		return outcome{}, err
-	}
+	name, sel, desc, replace := v.str("name"), v.str("select_sql"), v.str("description"), v.bool("replace")
 	c.detail["name"], c.detail["replace"] = name, replace
 	req := s.request(ipc.OpCreateView, "write")
 	req.View = &ipc.View{Name: name, Select: sel, Description: desc, Replace: replace}
@@ -329,19 +314,11 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 }
 
 func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("content", "kind"); err != nil {
-		return outcome{}, err
-	}
-	content, err := a.str("content", true, "")
+	v, err := appendEventParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(content)
-	kind, err := a.str("kind", false, "note")
-	if err != nil {
-		return outcome{}, err
-	}
-	ev, err := s.store.Append(ctx, s.session, kind, content)
+	ev, err := s.store.Append(ctx, s.session, v.str("kind"), v.str("content"))
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}
@@ -351,7 +328,7 @@ func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, err
 }
 
 func (s *Server) verifyChain(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only(); err != nil {
+	if _, err := noParams.parse(a, c); err != nil {
 		return outcome{}, err
 	}
 	v, err := s.store.Verify(ctx)
@@ -364,15 +341,11 @@ func (s *Server) verifyChain(ctx context.Context, c *call, a args) (outcome, err
 }
 
 func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("summary"); err != nil {
-		return outcome{}, err
-	}
-	summary, err := a.str("summary", true, "")
+	v, err := checkpointParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	c.setQuery(summary)
-	cp, err := s.store.Checkpoint(ctx, s.session, summary)
+	cp, err := s.store.Checkpoint(ctx, s.session, v.str("summary"))
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}
@@ -382,21 +355,11 @@ func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, erro
 }
 
 func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("max_events", "exclude_kinds", "query"); err != nil {
-		return outcome{}, err
-	}
-	maxEvents, err := a.int("max_events", memory.DefaultMaxEvents, 1, maxResumeEvents, "")
+	v, err := resumeContextParams.parse(a, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	exclude, err := a.list("exclude_kinds")
-	if err != nil {
-		return outcome{}, err
-	}
-	query, err := a.str("query", false, "")
-	if err != nil {
-		return outcome{}, err
-	}
+	maxEvents, exclude, query := v.int("max_events"), v.strs("exclude_kinds"), v.str("query")
 	if query != "" {
 		c.setQuery(query)
 	}
@@ -435,43 +398,16 @@ func memoryError(err error) error {
 }
 
 func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error) {
-	if err := a.only("pattern", "table", "columns", "where", "key_column", "limit", "ignore_case", "fixed_strings", "context_chars"); err != nil {
+	v, err := s.searchTextParams().parse(a, c)
+	if err != nil {
 		return outcome{}, err
 	}
-	var sr ipc.Search
-	var err error
-	// A pattern of white space is a real search; only "" is empty.
-	if sr.Pattern, err = a.str("pattern", false, ""); err != nil {
-		return outcome{}, err
+	sr := ipc.Search{
+		Pattern: v.str("pattern"), Table: v.str("table"), Columns: v.strs("columns"),
+		Where: v.str("where"), KeyColumn: v.str("key_column"), Limit: v.int("limit"),
+		IgnoreCase: v.bool("ignore_case"), FixedStrings: v.bool("fixed_strings"), ContextChars: v.int("context_chars"),
+		CandidateCap: s.cfg.SearchCandidates,
 	}
-	if sr.Pattern == "" {
-		return outcome{}, invalid("pattern is required: pass a regular expression, or literal text with fixed_strings=true")
-	}
-	if sr.Table, err = a.str("table", true, ""); err != nil {
-		return outcome{}, err
-	}
-	if sr.Columns, err = a.strs("columns"); err != nil {
-		return outcome{}, err
-	}
-	if sr.Where, err = a.str("where", false, ""); err != nil {
-		return outcome{}, err
-	}
-	if sr.KeyColumn, err = a.str("key_column", false, ""); err != nil {
-		return outcome{}, err
-	}
-	if sr.Limit, err = a.int("limit", s.searchLimit(), 1, s.cfg.MaxRows, ""); err != nil {
-		return outcome{}, err
-	}
-	if sr.IgnoreCase, err = a.bool("ignore_case", false); err != nil {
-		return outcome{}, err
-	}
-	if sr.FixedStrings, err = a.bool("fixed_strings", false); err != nil {
-		return outcome{}, err
-	}
-	if sr.ContextChars, err = a.int("context_chars", defaultContext, 0, maxContextChars, ""); err != nil {
-		return outcome{}, err
-	}
-	sr.CandidateCap = s.cfg.SearchCandidates
 	c.setQuery(sr.Pattern)
 	c.detail["search"] = sr
 	req := s.request(ipc.OpSearch, "read")
