@@ -16,6 +16,9 @@ type Error struct {
 	// "no such table: nope", or sqlite3_errstr of Code when the connection
 	// has no message for it.
 	Msg string
+	// SysErrno is the OS error number behind an I/O error
+	// (sqlite3_system_errno: EFBIG for a write past RLIMIT_FSIZE), else 0.
+	SysErrno int
 }
 
 // Error returns Msg unchanged, so callers can show it to the agent as is.
@@ -52,7 +55,11 @@ func (c *Conn) errorFor(rc int32) error {
 		// extended one.
 		code = ext
 	}
-	return &Error{Code: int(code), Msg: libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))}
+	e := &Error{Code: int(code), Msg: libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))}
+	if e.Primary() == ResultIOErr {
+		e.SysErrno = int(sqlite3.Xsqlite3_system_errno(c.tls, c.db))
+	}
+	return e
 }
 
 // errorFromCode builds an error from a result code alone.

@@ -3,6 +3,7 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -385,6 +386,27 @@ func TestMemoryBomb(t *testing.T) {
 	_, failed := auditRows(t, db)
 	if failed != len(bombs) {
 		t.Fatalf("audit has %d failed rows, want %d", failed, len(bombs))
+	}
+}
+
+// TestTemporaryDataLimit: a sort that spills more than the worker's
+// file-size limit gets RESOURCE_LIMIT with how to narrow it (SQLite says
+// only "disk I/O error"), and the server goes on serving.
+func TestTemporaryDataLimit(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the worker's file-size limit (RLIMIT_FSIZE) exists on Linux only; a Job Object has none")
+	}
+	db := newDB(t)
+	s := start(t, db, "--max-growth-mb", "1")
+	text := s.fails("read_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) SELECT count(*) FROM (SELECT randomblob(100000) AS b FROM c ORDER BY b)"), "RESOURCE_LIMIT")
+	for _, want := range []string{"temporary data", "--max-growth-mb=1", "LIMIT"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("error %q does not say %q", bounded(text), want)
+		}
+	}
+	if got := s.ok("read_query", q("SELECT 1 AS still")); got != "still\n1\n# 1 rows" {
+		t.Fatalf("after the sort: %q", got)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 var limited struct {
 	process  bool // core dumps, open files, the parent check
 	memoryMB int  // the memory budget in force (0: none)
+	// fileBytes is the file-size limit in force (RLIMIT_FSIZE; 0: none).
+	fileBytes uint64
 }
 
 // applyStandbyLimits sets, before any request exists, the limits that do

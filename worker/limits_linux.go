@@ -93,6 +93,7 @@ func applyFileLimit(req *ipc.Request, log hclog.Logger) error {
 	if err := setLimit(unix.RLIMIT_FSIZE, limit); err != nil {
 		return err
 	}
+	limited.fileBytes = limit
 	log.Debug("file size limit applied", "max_growth_mb", req.Limits.MaxGrowthMB, "fsize", limit)
 	return nil
 }
@@ -123,4 +124,10 @@ func mappedBytes() (uint64, error) {
 		}
 	}
 	return 0, errors.New("no VmSize in /proc/self/status")
+}
+
+// pastFileLimit reports whether a failed write's errno says it met
+// RLIMIT_FSIZE (SIGXFSZ is ignored, so the write fails with EFBIG).
+func pastFileLimit(errno int) bool {
+	return limited.fileBytes > 0 && syscall.Errno(errno) == syscall.EFBIG
 }

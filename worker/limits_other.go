@@ -24,3 +24,6 @@ func applyProcessLimits(_ int, log hclog.Logger) error {
 func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
 
 func applyFileLimit(*ipc.Request, hclog.Logger) error { return nil }
+
+// pastFileLimit: this platform sets no file-size limit.
+func pastFileLimit(int) bool { return false }

@@ -210,7 +210,14 @@ func (ex *executor) classify(err error) error {
 		return errcode.New(errcode.Policy, se.Msg+"; the statement uses something no tool allows")
 	case rawsqlite.ResultBusy, rawsqlite.ResultLocked:
 		return errcode.New(errcode.DatabaseUnavailable, se.Msg+"; another writer holds the database, retry the call")
-	case rawsqlite.ResultNotADB, rawsqlite.ResultCorrupt, rawsqlite.ResultCantOpen, rawsqlite.ResultIOErr:
+	case rawsqlite.ResultIOErr:
+		if pastFileLimit(se.SysErrno) {
+			// A temporary file (a big sort, DISTINCT, GROUP BY, index
+			// build) met the file-size limit; the database is fine.
+			return errcode.New(errcode.ResourceLimit, fmt.Sprintf("the statement's temporary data outgrew the worker's file limit (%d MiB, from --max-growth-mb=%d); nothing was changed. Narrow the query: fewer or smaller rows, or ORDER BY ... LIMIT, which sorts only the rows it keeps", limited.fileBytes>>20, ex.req.Limits.MaxGrowthMB))
+		}
+		return errcode.New(errcode.DatabaseUnavailable, se.Msg)
+	case rawsqlite.ResultNotADB, rawsqlite.ResultCorrupt, rawsqlite.ResultCantOpen:
 		return errcode.New(errcode.DatabaseUnavailable, se.Msg)
 	case rawsqlite.ResultReadOnly:
 		return errcode.New(errcode.ReadOnly, se.Msg+"; this database is read-only")
