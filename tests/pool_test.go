@@ -339,6 +339,7 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 // starts its workers on Linux: confined by the front before its exec, with
 // no re-execution. It may use its database and nothing else.
 func TestWorkerConfinedByFront(t *testing.T) {
+	t.Parallel() // its probe builds overlap the other tests
 	if runtime.GOOS != "linux" {
 		t.Skip("Landlock is Linux only")
 	}
