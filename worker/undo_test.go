@@ -184,7 +184,7 @@ func TestUndoSnapshot(t *testing.T) {
 // copy instead, and the statement runs.
 func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
 	db := buildDB(t, "m.db", "CREATE TABLE big(id INTEGER PRIMARY KEY, b BLOB)",
-		`INSERT INTO big(b) SELECT randomblob(10000) FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 3000) SELECT x FROM s)`)
+		`INSERT INTO big(b) SELECT zeroblob(10000) FROM (WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM s LIMIT 3000) SELECT x FROM s)`)
 	old := rawsqlite.SetHardHeapLimit(16 << 20)
 	defer rawsqlite.SetHardHeapLimit(old)
 	dir := filepath.Join(t.TempDir(), "snaps")
