@@ -18,6 +18,7 @@
 #   WINE_TESTS=0   build only, never install or run Wine
 #   WINE_TESTS=1   fail (exit 1) when Wine cannot be installed or started
 #   WINE_E2E=0     skip the end-to-end suite
+#   WINE_KEEP=1    keep the work folder (test2json outputs) for a look after
 #   WINE_BENCH=1   also run the latency and spawn benchmarks under Wine
 #                  (ratios against an empty Go .exe; docs/performance.md)
 set -euo pipefail
@@ -26,7 +27,11 @@ root=$(pwd)
 
 mode="${WINE_TESTS:-auto}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-sqlite-memory-wine.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+if [ "${WINE_KEEP:-0}" = 1 ]; then
+  echo "wine: keeping the outputs in $work"
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 
 pkgs=(ipc policy worker memory filelock replicate dirsync)
 for p in "${pkgs[@]}"; do
