@@ -224,9 +224,6 @@ const (
 	synchronousNormal = "NORMAL"
 )
 
-// openDB opens a pool on the file and checks that it is SQLite. With create
-// it also switches the file to WAL (persistent, so done once, not per
-// connection). syncLevel is the connections' PRAGMA synchronous.
 // create opens the database at path, creating it and its folder (what
 // names the file in the folder's error: "database", "audit"), and returns
 // it with its absolute path.
@@ -242,6 +239,9 @@ func create(ctx context.Context, path, what, syncLevel string, log hclog.Logger)
 	return db, abs, err
 }
 
+// openDB opens a pool on the file and checks that it is SQLite. With create
+// it also switches the file to WAL (persistent, so done once, not per
+// connection). syncLevel is the connections' PRAGMA synchronous.
 func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn(abs, create, syncLevel))
 	if err != nil {
