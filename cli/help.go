@@ -137,7 +137,9 @@ snapshot.
 An undo record (<stem>.<time>Z.undo.db, what destructive_query keeps of a
 large database) puts back only what its statement changed, in one
 transaction. If rows it would put back were changed since, it refuses and
-names them (table, key, what changed) unless --force. Several undo records
+names them (table, key, what changed) unless --force. Its safety snapshot is
+an undo record of the restore (the rows it puts back, a few KiB), or a full
+copy when the record recreates tables or other objects. Several undo records
 are restored one by one, newest first.`,
 			flags: [][2]string{
 				{"--db PATH", "the database to restore into (a missing file gets the whole snapshot)"},

@@ -11,7 +11,9 @@
 // Before it changes anything it writes a safety snapshot of the current
 // state (<stem>.<stamp>Z.pre-restore.db, a full copy through the online
 // backup API that retention counts like any other) and prints what it will
-// change. With Everything it copies the whole snapshot over the database
+// change. Applying an undo record keeps an undo record of the apply
+// instead, which costs what the apply changes (a full copy only when the
+// record recreates objects). With Everything it copies the whole snapshot over the database
 // through the backup API instead, and says which memory rows that
 // discards.
 //

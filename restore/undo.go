@@ -2,19 +2,23 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // undoRecord applies an undo record (undo.Apply: one transaction, rows
-// changed since refused unless o.Force), after a safety snapshot of the
-// state it replaces, then records the restore event and audit row in a
+// changed since refused unless o.Force), keeping the state it replaces in
+// a safety record of the apply (or a full safety snapshot when the record
+// changes the schema), then records the restore event and audit row in a
 // transaction of their own: the undo's rows and the memory's are written
 // by different connections.
 func undoRecord(ctx context.Context, o Options) (*Result, error) {
@@ -30,9 +34,6 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		return &Result{Plan: &Plan{}}, nil
 	}
 	res := &Result{Plan: &Plan{}}
-	if res.Safety, err = safetySnapshot(o); err != nil {
-		return nil, err
-	}
 	db, err := rawsqlite.Open(o.DB, rawsqlite.ReadWrite)
 	if err != nil {
 		return nil, err
@@ -41,12 +42,42 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		db.Close()
 		return nil, err
 	}
-	applied, err := undo.Apply(db, o.Snapshot, undo.Options{Force: o.Force, Protected: memoryObject})
+	// The state the apply replaces is kept as an undo record of the apply
+	// itself, which costs what the apply changes; a record that drops or
+	// recreates objects gets a full safety copy instead.
+	partial, err := worker.NewPartial(o.SnapshotDir, stem(o.DB))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("could not write the safety record of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
+	}
+	opt := undo.Options{Force: o.Force, Protected: memoryObject, Safety: &undo.Safety{
+		Partial:   partial,
+		Taken:     started.UTC().Format("2006-01-02T15:04:05.000Z"),
+		Statement: "restore --db " + o.DB + " " + o.Snapshot + " (which put back what this changed: " + oneLine(info.Statement) + ")",
+		Keep: func(p string) (string, error) {
+			return worker.KeepSnapshot(p, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag, started)
+		},
+	}}
+	applied, err := undo.Apply(db, o.Snapshot, opt)
+	var full *undo.FullCopyNeeded
+	if errors.As(err, &full) {
+		o.Log.Debug("a full safety snapshot instead of a record of the restore", "why", full.Reason)
+		if res.Safety, err = safetySnapshot(o); err != nil {
+			db.Close()
+			return nil, err
+		}
+		opt.Safety = nil
+		applied, err = undo.Apply(db, o.Snapshot, opt)
+		if err != nil {
+			// Nothing changed: the safety snapshot would only crowd out
+			// one worth keeping.
+			_ = os.Remove(res.Safety)
+		}
+	} else if err == nil {
+		res.Safety = applied.Safety
+	}
 	db.Close()
 	if err != nil {
-		// Nothing changed: the safety snapshot would only crowd out one
-		// worth keeping.
-		_ = os.Remove(res.Safety)
 		return nil, busyOr(o.DB, o.BusyTimeout, err)
 	}
 	res.Undo = &applied

@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,8 @@ import (
 //     (what every snapshot cost before undo records);
 //   - deleting 10% of a 100 MB table: the record against the size of the
 //     deleted rows (at most 2x);
-//   - applying each record, as restore does.
+//   - applying each record, as restore does, and the restore command on
+//     one (its wait and its safety record's size).
 //
 // It needs four times the database's size free and skips otherwise.
 func BenchmarkUndoSnapshot(b *testing.B) {
@@ -128,4 +130,37 @@ func BenchmarkUndoSnapshot(b *testing.B) {
 	b.ReportMetric(float64(tenth.Milliseconds()), "tenth-delete-ms")
 	b.ReportMetric(float64(fi.Size())/float64(deleted), "tenth-record/deleted")
 	b.ReportMetric(float64(tenthApply.Milliseconds()), "tenth-apply-ms")
+
+	// The restore command on one more one-row record, servers stopped:
+	// what a person waits for, and its safety record's size (an undo
+	// record of the restore, where it used to be a copy of the file).
+	text = undoSrv.ok("destructive_query", map[string]any{"query": "DELETE FROM big WHERE id = (SELECT max(id) FROM big)", "reason": "bench"})
+	path, ok = strings.CutPrefix(text, "ok: 1 rows affected; snapshot: ")
+	if !ok {
+		b.Fatalf("answer %q", text)
+	}
+	for _, s := range []*session{undoSrv, noneSrv, fullSrv} {
+		s.c.Close()
+	}
+	t0 = time.Now()
+	var out []byte
+	for {
+		out, err = exec.Command(serverBin, "restore", "--db", db, path).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "a server is using") || time.Since(t0) > 10*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	restoreTime := time.Since(t0)
+	if err != nil {
+		b.Fatalf("restore: %v\n%s", err, out)
+	}
+	_, safety, _ := strings.Cut(string(out), "safety snapshot of the state before: ")
+	safety, _, _ = strings.Cut(safety, "\n")
+	sfi, err := os.Stat(safety)
+	if err != nil {
+		b.Fatalf("the restore's safety snapshot: %v\n%s", err, out)
+	}
+	b.ReportMetric(float64(restoreTime.Milliseconds()), "restore-ms")
+	b.ReportMetric(float64(sfi.Size())/1024, "restore-safety-KiB")
 }

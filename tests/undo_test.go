@@ -345,3 +345,58 @@ func TestUndoRestoreCommand(t *testing.T) {
 		t.Fatal("the forced restore did not put the row back")
 	}
 }
+
+// TestUndoRestoreKeepsARecordOfItself: restoring an undo record of rows
+// keeps the state it replaces as an undo record of the restore (a few KiB
+// beside a 12 MB database, where a full safety copy would be the whole
+// file), and restoring that record undoes the restore; a record that
+// recreates a table still gets a full safety copy.
+func TestUndoRestoreKeepsARecordOfItself(t *testing.T) {
+	t.Parallel()
+	db := undoDB(t)
+	direct := openDirect(t, db)
+	if _, err := direct.Exec("CREATE TABLE ballast(b BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12) INSERT INTO ballast SELECT zeroblob(1 << 20) FROM n"); err != nil {
+		t.Fatal(err)
+	}
+	direct.Close()
+	s := start(t, db, "--snapshot-mode", "undo", "--standby-workers", "1")
+	rows, _ := destroy(t, s, "DELETE FROM child WHERE id > 10")
+	afterRows := agentDigest(t, db)
+	table, _ := destroy(t, s, "DROP TABLE parent")
+	s.c.Close()
+
+	safetyOf := func(out string) string {
+		t.Helper()
+		const mark = "safety snapshot of the state before: "
+		i := strings.Index(out, mark)
+		if i < 0 {
+			t.Fatalf("restore names no safety snapshot:\n%s", out)
+		}
+		return strings.TrimSpace(strings.SplitN(out[i+len(mark):], "\n", 2)[0])
+	}
+	size := func(p string) int64 {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	dbSize := size(db)
+
+	full := safetyOf(restoreOK(t, "--db", db, table))
+	if n := size(full); n < dbSize/2 {
+		t.Fatalf("the safety snapshot of a restore that recreates a table is %d bytes, the database %d: want a full copy", n, dbSize)
+	}
+	rec := safetyOf(restoreOK(t, "--db", db, rows))
+	if n := size(rec); n > 256<<10 || n*20 > dbSize {
+		t.Fatalf("the safety of a rows-only restore is %d bytes beside a %d-byte database: want an undo record of the restore", n, dbSize)
+	}
+	if !strings.Contains(restoreOK(t, "--db", db, "--dry-run", rec), "from the undo record") {
+		t.Fatalf("restore does not read %s as an undo record", rec)
+	}
+	restoreOK(t, "--db", db, rec)
+	if agentDigest(t, db) != afterRows {
+		t.Fatal("the safety record did not undo the restore")
+	}
+}

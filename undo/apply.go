@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,22 @@ type Options struct {
 	// Protected reports tables an undo must never touch (the server's
 	// own); a record that would is refused, also with Force.
 	Protected func(table string) bool
+	// Safety, when set, asks Apply to record its own changes as an undo
+	// record of their own, the safety copy of the state it replaces, at
+	// Safety.Partial (a new file); Safety.Keep syncs and names it before
+	// the apply commits, and returns its path (Result.Safety). A record
+	// that changes the schema cannot be captured so: Apply then changes
+	// nothing and returns *FullCopyNeeded, and the caller takes a full
+	// copy and applies without Safety.
+	Safety *Safety
+}
+
+// Safety is where Apply writes the undo record of its own changes.
+type Safety struct {
+	Partial   string
+	Taken     string // undo_info.taken
+	Statement string // what the safety record undoes, for undo_info
+	Keep      func(partial string) (string, error)
 }
 
 // Conflict is one row or object the undo would put back that was changed
@@ -69,6 +86,7 @@ type Result struct {
 	Rows        int64      // rows put back (changeset rows and copied rows)
 	Objects     int        // objects dropped or recreated
 	Overwritten []Conflict // conflicts Force overwrote
+	Safety      string     // the kept safety record (Options.Safety)
 }
 
 // IsRecord reports whether the SQLite file at path is an undo record.
@@ -161,6 +179,9 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 
+	if opt.Safety != nil && len(steps) > 0 {
+		return res, &FullCopyNeeded{Reason: "the undo record recreates or drops objects, which a record of the restore cannot capture"}
+	}
 	if err := db.Exec("PRAGMA foreign_keys=OFF"); err != nil {
 		return res, err
 	}
@@ -306,6 +327,21 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		// These cannot be forced: the rows have nowhere to go.
 		return res, &ConflictError{Conflicts: conflicts}
 	}
+	var safety *Recorder
+	if opt.Safety != nil {
+		plan := Plan{Skip: opt.Protected}
+		for t := range shapes {
+			plan.Writes = append(plan.Writes, t)
+		}
+		if safety, err = Begin(db, opt.Safety.Partial, plan); err != nil {
+			return res, err
+		}
+		defer func() {
+			if safety != nil {
+				safety.Abort()
+			}
+		}()
+	}
 	err = db.ApplyChangeset(cs, func(kind int, ch rawsqlite.Change) int {
 		c, same := describe(kind, ch, names[ch.Table])
 		if same {
@@ -324,7 +360,25 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
+	if safety != nil {
+		// Synced and named before the apply commits, as a statement's
+		// record is: a committed restore always has its way back.
+		if _, err := safety.Finish(Info{Taken: opt.Safety.Taken, Statement: opt.Safety.Statement, Reason: "the state before restore applied " + path}); err != nil {
+			return res, err
+		}
+		kept, err := opt.Safety.Keep(opt.Safety.Partial)
+		if err != nil {
+			return res, err
+		}
+		safety = nil
+		res.Safety = kept
+	}
 	if err := db.Exec("COMMIT"); err != nil {
+		if res.Safety != "" {
+			// A record of a change that never happened.
+			_ = os.Remove(res.Safety)
+			res.Safety = ""
+		}
 		return res, err
 	}
 	committed = true

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -237,6 +238,73 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if got := digest(t, db); got != before {
 				t.Fatalf("after a second undo:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestSafetyRecord: an apply with Options.Safety keeps the state it
+// replaces as an undo record of its own changes, kept before it commits;
+// applying that record undoes the restore. A record that recreates
+// objects asks for a full copy instead and changes nothing.
+func TestSafetyRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name, stmt string
+		full       bool
+	}{
+		{"delete with where", "DELETE FROM child WHERE id IN (10, 12)", false},
+		{"cascade and trigger", "DELETE FROM parent WHERE id = 1", false},
+		{"unfiltered update", "UPDATE child SET note = 'x', data = NULL", false},
+		{"without rowid", "UPDATE wr SET k = k || k", false},
+		{"no declared key", "UPDATE nokey SET b = x'ff'", false},
+		{"drop table", "DROP TABLE child", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db, dir := openFixture(t, "")
+			before := digest(t, db)
+			path, _, err := record(t, db, dir, tt.stmt)
+			if err != nil {
+				t.Fatalf("record: %v", err)
+			}
+			after := digest(t, db)
+			var kept []string
+			safety := &Safety{
+				Partial: filepath.Join(dir, "safety.partial"), Taken: "2026-12-02T00:00:00Z", Statement: "restore " + path,
+				Keep: func(p string) (string, error) {
+					name := filepath.Join(dir, "safety.undo.db")
+					kept = append(kept, name)
+					return name, os.Rename(p, name)
+				},
+			}
+			res, err := Apply(db, path, Options{Safety: safety})
+			var full *FullCopyNeeded
+			if tt.full {
+				if !errors.As(err, &full) || len(kept) > 0 || digest(t, db) != after {
+					t.Fatalf("apply = %v (kept %v); want FullCopyNeeded and nothing changed", err, kept)
+				}
+				if _, err := os.Stat(safety.Partial); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the partial safety record was left: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if digest(t, db) != before {
+				t.Fatal("the apply did not restore the state before the statement")
+			}
+			if len(kept) != 1 || res.Safety != kept[0] || !IsRecord(res.Safety) {
+				t.Fatalf("safety %q, kept %v", res.Safety, kept)
+			}
+			info, err := ReadRecord(res.Safety)
+			if err != nil || info.Statement != "restore "+path || info.Rows == 0 {
+				t.Fatalf("safety record info %+v, %v", info, err)
+			}
+			if _, err := Apply(db, res.Safety, Options{}); err != nil {
+				t.Fatalf("apply the safety record: %v", err)
+			}
+			if got := digest(t, db); got != after {
+				t.Fatalf("the safety record did not undo the restore:\n%s\nwant:\n%s", got, after)
 			}
 		})
 	}

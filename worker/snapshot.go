@@ -273,6 +273,29 @@ func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
 	return path, nil
 }
 
+// NewPartial creates the snapshot folder dir if needed and returns a
+// fresh partial name in it for a snapshot of stem, which retention and the
+// leftover sweep know (restore writes its safety undo record there).
+func NewPartial(dir, stem string) (string, error) {
+	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
+	}
+	name, err := partialName(&ipc.Snapshot{Dir: dir, Stem: stem})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// KeepSnapshot is keepSnapshot for a snapshot written outside a worker:
+// tag must be one of ipc.SnapshotTags.
+func KeepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
+	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
+		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	}
+	return keepSnapshot(tmp, dir, stem, tag, taken)
+}
+
 // keepSnapshot syncs the complete copy at tmp and renames it to its
 // snapshot name (the time it was taken, then tag), then syncs the folder
 // so that the name survives a power loss.
