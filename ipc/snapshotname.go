@@ -17,8 +17,9 @@ import (
 const stampLayout = "20060102T150405.000"
 
 // PreRestoreTag marks the name of the safety snapshot that restore takes
-// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. Such a
-// snapshot is a full copy like any other and counts toward retention.
+// of the state it replaces: <stem>.<stamp>Z.pre-restore.db. It is a full
+// copy, or an undo record of the restore when restore applied an undo
+// record of rows; either counts toward retention.
 const PreRestoreTag = ".pre-restore"
 
 // UndoTag marks an undo record's name: <stem>.<stamp>Z.undo.db (package
