@@ -445,14 +445,22 @@ func (p *procServer) readRequest(method string) map[string]any {
 	}
 }
 
-func TestConfirmCancelledWhileAsking(t *testing.T) {
-	t.Parallel()
-	db := newDB(t)
+// askingToDrop starts a 2025 client's server on db, makes table t and
+// calls destructive_query to drop it (request id 3); it returns the server
+// and the question it sent.
+func askingToDrop(t *testing.T, db string) (*procServer, map[string]any) {
+	t.Helper()
 	p := legacyAsking(t, db)
 	p.callLine(2, "write_query", q("CREATE TABLE t (x)"))
 	p.readUntil(2)
 	p.callLine(3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"})
-	req := p.readRequest("elicitation/create")
+	return p, p.readRequest("elicitation/create")
+}
+
+func TestConfirmCancelledWhileAsking(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	p, req := askingToDrop(t, db)
 	if msg, _ := req["params"].(map[string]any)["message"].(string); !strings.Contains(msg, "DROP TABLE t") {
 		t.Fatalf("question %v", req)
 	}
@@ -471,11 +479,7 @@ func TestConfirmCancelledWhileAsking(t *testing.T) {
 func TestConfirmShutdownWhileAsking(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	p := legacyAsking(t, db)
-	p.callLine(2, "write_query", q("CREATE TABLE t (x)"))
-	p.readUntil(2)
-	p.callLine(3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"})
-	p.readRequest("elicitation/create")
+	p, _ := askingToDrop(t, db)
 	closeWhileAsking(t, p)
 	waitAudit(t, db, "CANCELLED: server shutting down")
 }
