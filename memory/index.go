@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -71,6 +72,118 @@ var (
 // lock for long: other programs append between batches.
 const catchUpBatch = 5000
 
+// backgroundFrom is the backlog (rows of both indexes) above which the
+// catch-up runs on a goroutine of its own instead of before Open returns or
+// a recall answers: a reference file of a million events takes about a
+// minute to index, which a host would take for a server that does not
+// start. Meanwhile appends leave the backlog's rows to it (indexUpTo), and
+// recall says the index is behind.
+const backgroundFrom = 2 * catchUpBatch
+
+// catchUpHook runs as the background catch-up begins; tests hold it there.
+var catchUpHook = func(context.Context) {}
+
+// background is the state of the background catch-up.
+type background struct {
+	mu      sync.Mutex
+	running bool
+	closed  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// indexLag is how many rows of both indexes' sources the indexes lack.
+func (s *Store) indexLag(ctx context.Context) (int64, error) {
+	if !s.fts {
+		return 0, nil
+	}
+	var lag int64
+	for _, spec := range []indexSpec{eventsIndex, checkpointsIndex} {
+		var have, head int64
+		if err := s.db.QueryRowContext(ctx,
+			`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
+			Scan(&have, &head); err != nil {
+			return 0, err
+		}
+		lag += max(head-have, 0)
+	}
+	return lag, nil
+}
+
+// catchUpSoon brings the index up to date: at once when the lag is small,
+// else on a goroutine of its own (one at a time), which Close stops. It
+// reports whether a background catch-up is running when it returns.
+func (s *Store) catchUpSoon(ctx context.Context) bool {
+	if s.catchingUp() {
+		return true
+	}
+	lag, err := s.indexLag(ctx)
+	if err == nil && lag <= backgroundFrom {
+		if _, err = s.CatchUp(ctx); err == nil {
+			return false
+		}
+	}
+	if err != nil {
+		// The index lags, it is never wrong: the next append or recall
+		// tries again.
+		s.log.Warn("could not bring the full-text index up to date; the next append or recall tries again", "error", err)
+		return false
+	}
+	s.catchUpInBackground(lag)
+	return s.catchingUp()
+}
+
+// catchUpInBackground starts the background catch-up unless it runs or
+// the store is closing.
+func (s *Store) catchUpInBackground(lag int64) {
+	s.bg.mu.Lock()
+	defer s.bg.mu.Unlock()
+	if s.bg.running || s.bg.closed {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.bg.running, s.bg.cancel, s.bg.done = true, cancel, done
+	s.log.Info("indexing the memory for full-text recall in the background; recall ranks the older rows once it is done", "rows", lag)
+	go func() {
+		defer close(done)
+		catchUpHook(ctx)
+		start := time.Now()
+		n, err := s.CatchUp(ctx)
+		s.bg.mu.Lock()
+		s.bg.running = false
+		s.bg.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+			s.log.Debug("background indexing stopped by the shutdown; the next start goes on", "rows", n)
+		case err != nil:
+			s.log.Warn("background indexing of the memory failed; the next append or recall tries again", "rows", n, "error", err)
+		default:
+			s.log.Info("the memory's full-text index is up to date", "rows", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+}
+
+// catchingUp reports whether the background catch-up runs.
+func (s *Store) catchingUp() bool {
+	s.bg.mu.Lock()
+	defer s.bg.mu.Unlock()
+	return s.bg.running
+}
+
+// stopCatchUp stops the background catch-up (its batch in flight rolls
+// back) and waits for it; none starts after.
+func (s *Store) stopCatchUp() {
+	s.bg.mu.Lock()
+	s.bg.closed = true
+	cancel, done := s.bg.cancel, s.bg.done
+	s.bg.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
 // createIndex creates the index tables if missing. A failure leaves the
 // store without an index (logged): recall then answers from SQL alone, and
 // the chain works as before.
@@ -114,25 +227,31 @@ func indexThrough(ctx context.Context, tx *sql.Tx, spec indexSpec, from, to int6
 // together with any rows before it that the index lacks: rows another
 // program appended since this store last wrote. cache is the last rowid
 // this store indexed; when it is through-1, nobody else added a row in
-// between and the index need not be asked.
-func indexUpTo(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, spec indexSpec, cache, through int64) error {
+// between and the index need not be asked. A backlog of more than
+// catchUpBatch rows is left whole to the catch-up (the index grows in id
+// order only), so an append never holds the lock for long: indexed is
+// false then, and the caller starts one.
+func indexUpTo(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, spec indexSpec, cache, through int64) (indexed bool, err error) {
 	have := cache
 	if have != through-1 {
-		var err error
 		if have, err = lastIndexed(ctx, tx, spec); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if have >= through {
-		return nil
+		return true, nil
 	}
-	_, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, have, through)
-	return err
+	if through-have > catchUpBatch {
+		return false, nil
+	}
+	_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, have, through)
+	return err == nil, err
 }
 
 // CatchUp indexes the events and checkpoints that other programs appended,
-// in transactions of catchUpBatch rows. It returns how many rows it
-// indexed. Open calls it; so does a recall.
+// in transactions of catchUpBatch rows, and returns how many rows it
+// indexed. Open and recall call it (through catchUpSoon), at once or in
+// the background.
 func (s *Store) CatchUp(ctx context.Context) (int64, error) {
 	if !s.fts {
 		return 0, nil

@@ -3,11 +3,13 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // matchIDs runs a MATCH against the events index and returns the ids in
@@ -223,5 +225,125 @@ func TestIndexNoTriggers(t *testing.T) {
 	var n int
 	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%fts%'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d triggers mention the index, %v", n, err)
+	}
+}
+
+// TestIndexCatchesUpInBackground: a backlog longer than backgroundFrom (a
+// big file the reference wrote) is indexed in the background: Open returns
+// first, appends leave the backlog to the catch-up instead of indexing it
+// all in their own transaction, recall says the index is behind, and once
+// the catch-up is done every row is ranked. Close stops a catch-up that
+// runs.
+func TestIndexCatchesUpInBackground(t *testing.T) {
+	ctx := context.Background()
+	path := copyReference(t) // 8 events, 1 checkpoint
+	db := rawDB(t, path)
+	// The reference's rows, many more of them: one transaction, hashed as
+	// the reference hashes.
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head int64
+	prev := GenesisHash
+	if err := tx.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&head, &prev); err != nil {
+		t.Fatal(err)
+	}
+	for range backgroundFrom + 2000 {
+		head++
+		ts, content := "2026-02-01T10:00:00Z", fmt.Sprintf("routine event %d", head)
+		if head == 100 {
+			content = "the zeppelin report arrived"
+		}
+		h := Hash(head, ts, "bulk", "note", content, prev)
+		if _, err := tx.Exec(`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, 'bulk', 'note', ?, ?, ?)`, head, ts, content, prev, h); err != nil {
+			t.Fatal(err)
+		}
+		prev = h
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	release := make(chan struct{})
+	held := make(chan struct{}, 4)
+	catchUpHook = func(ctx context.Context) {
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	defer func() { catchUpHook = func(context.Context) {} }()
+
+	s := openStore(t, path)
+	<-held
+	if !s.catchingUp() {
+		t.Fatal("Open did not leave the long backlog to the background")
+	}
+	indexed := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.QueryRow(`SELECT coalesce(max(id), 0) FROM memory_events_fts_docsize`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := indexed(); n >= head {
+		t.Fatalf("index at %d of %d before the catch-up ran", n, head)
+	}
+	e, err := s.Append(ctx, "s", "note", "a quokka sighting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(); n >= head {
+		t.Fatalf("the append indexed the backlog in its own transaction (index at %d)", n)
+	}
+	r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 5, Query: "zeppelin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Text, "catching up in the background (") || r.IndexLag <= 0 {
+		t.Fatalf("recall while catching up (lag %d):\n%s", r.IndexLag, r.Text)
+	}
+
+	close(release)
+	for deadline := time.Now().Add(60 * time.Second); s.catchingUp(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the background catch-up did not finish within 60 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := indexed(); n != e.ID {
+		t.Fatalf("index at %d after the catch-up, want %d", n, e.ID)
+	}
+	if got := matchIDs(t, db, rankedSQL, "zeppelin"); !slices.Equal(got, []int64{100}) {
+		t.Fatalf("zeppelin: %v", got)
+	}
+	if got := matchIDs(t, db, rankedSQL, "quokka"); !slices.Equal(got, []int64{e.ID}) {
+		t.Fatalf("quokka: %v", got)
+	}
+	r, err = s.ResumeContext(ctx, ResumeOptions{MaxEvents: 5, Query: "zeppelin"})
+	if err != nil || strings.Contains(r.Text, "catching up") || r.Recalled != 1 {
+		t.Fatalf("recall after the catch-up (%v):\n%s", err, r.Text)
+	}
+	mustExec(t, db, `INSERT INTO memory_events_fts(memory_events_fts, rank) VALUES('integrity-check', 1)`)
+	if v, err := s.Verify(ctx); err != nil || !v.OK || v.Events != e.ID {
+		t.Fatalf("verify = %+v, %v", v, err)
+	}
+	s.Close()
+
+	// A store closed while its catch-up is held stops it and returns.
+	mustExec(t, db, `INSERT INTO memory_events_fts(memory_events_fts) VALUES('delete-all')`)
+	s2 := openStore(t, path)
+	<-held
+	if !s2.catchingUp() {
+		t.Fatal("no background catch-up after the index was emptied")
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s2.catchingUp() {
+		t.Fatal("the catch-up runs after Close")
 	}
 }

@@ -54,6 +54,9 @@ type Resume struct {
 	// Matched is how many older events match Query, Recalled how many of
 	// them are in Text.
 	Matched, Recalled int
+	// IndexLag is how many rows the full-text index still lacks while a
+	// background catch-up runs (0 otherwise): those are not ranked yet.
+	IndexLag int64
 }
 
 // ResumeContext builds the get_resume_context text (SPEC 5.2, as the
@@ -90,9 +93,10 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 			return Resume{}, err
 		}
 		// Rows other programs appended since the last write: recall should
-		// find them too. A failure only means they are not found yet.
-		if _, err := s.CatchUp(ctx); err != nil {
-			s.log.Warn("recall: could not bring the full-text index up to date", "error", err)
+		// find them too (at once when they are few; a long backlog is
+		// indexed in the background, and the answer says so).
+		if s.catchUpSoon(ctx) {
+			r.IndexLag, _ = s.indexLag(ctx)
 		}
 	}
 	if r.Chain, err = s.Verify(ctx); err != nil {
@@ -157,8 +161,12 @@ func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptio
 	if !s.fts {
 		return []string{"# recall: unavailable, the full-text index could not be created (see the server log); search with search_text instead"}
 	}
+	var behind []string
+	if r.IndexLag > 0 {
+		behind = []string{fmt.Sprintf("# recall: the full-text index is catching up in the background (%d rows to go), so the newest of the older events may not be ranked yet; search_text finds them now", r.IndexLag)}
+	}
 	if len(recalled) == 0 {
-		return []string{"# recall: no older events match the query (full-text index memory_events_fts)"}
+		return append(behind, "# recall: no older events match the query (full-text index memory_events_fts)")
 	}
 	limit := 0
 	if opt.MaxBytes > 0 {
@@ -171,7 +179,7 @@ func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptio
 		head += fmt.Sprintf(", showing the best %d", n)
 	}
 	head += " | ranked by bm25, ties newest first; score: higher is more relevant"
-	out := []string{head}
+	out := append(behind, head)
 	if n > 0 {
 		out = append(out, strings.TrimRight(string(csv), "\n"))
 	}

@@ -107,7 +107,8 @@ type Store struct {
 	// indexed (under writeMu), see indexUpTo.
 	fts                               bool
 	indexedEvents, indexedCheckpoints int64
-	indexEvents, indexCheckpoints     *sql.Stmt // indexSQL, prepared
+	indexEvents, indexCheckpoints     *sql.Stmt  // indexSQL, prepared
+	bg                                background // the catch-up of a long backlog
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -150,12 +151,10 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 		return nil, err
 	}
 	s.createIndex(ctx)
-	// Rows other programs appended: the index lags, it is never wrong, so
-	// a failure here (say, a writer holding the lock) waits for the next
-	// append or recall.
-	if _, err := s.CatchUp(ctx); err != nil {
-		log.Warn("could not bring the full-text index up to date; the next append or recall tries again", "error", err)
-	}
+	// Rows other programs appended: indexed before Open returns when they
+	// are few, in the background when they are many (a big reference file
+	// on first start must not keep the server from answering).
+	s.catchUpSoon(ctx)
 	return s, nil
 }
 
@@ -311,6 +310,7 @@ func (s *Store) Path() string { return s.path }
 // Close writes the queued audit rows (see AuditFlushTimeout) and closes
 // the store's connections.
 func (s *Store) Close() error {
+	s.stopCatchUp()
 	if s.audit != nil {
 		s.audit.close()
 	}
@@ -353,15 +353,17 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 		return Event{}, fmt.Errorf("memory: append: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	e, err := s.appendTx(ctx, tx, session, kind, content, &s.indexedEvents)
+	e, indexed, err := s.appendTx(ctx, tx, session, kind, content, &s.indexedEvents)
 	if err != nil {
 		return Event{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
 	}
-	if s.fts {
+	if indexed {
 		s.indexedEvents = e.ID
+	} else if s.fts {
+		s.catchUpInBackground(e.ID - s.indexedEvents)
 	}
 	return e, nil
 }
@@ -372,15 +374,18 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 // all (restore records itself this way).
 // The event's index entry is written in tx too.
 func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, session, kind, content string) (Event, error) {
-	return s.appendTx(ctx, tx, session, kind, content, nil)
+	e, _, err := s.appendTx(ctx, tx, session, kind, content, nil)
+	return e, err
 }
 
-// appendTx is AppendTx; indexed, when not nil, is the last event id this
-// store indexed (read under writeMu).
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content string, indexed *int64) (Event, error) {
+// appendTx is AppendTx; cache, when not nil, is the last event id this
+// store indexed (read under writeMu). indexed reports whether the index
+// now holds the event (false without an index, or when a long backlog is
+// left to the catch-up).
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content string, cache *int64) (_ Event, indexed bool, err error) {
 	content = Strip(content)
 	if content == "" {
-		return Event{}, ErrEmptyContent
+		return Event{}, false, ErrEmptyContent
 	}
 	kind = Strip(kind)
 	if kind == "" {
@@ -388,7 +393,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 	}
 	prevID, prevHash, err := s.head(ctx, tx)
 	if err != nil {
-		return Event{}, fmt.Errorf("memory: append: read head: %w", err)
+		return Event{}, false, fmt.Errorf("memory: append: read head: %w", err)
 	}
 	e := Event{
 		ID:       prevID + 1,
@@ -401,20 +406,20 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 	e.Hash = Hash(e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash)
 	if _, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx,
 		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
-		return Event{}, fmt.Errorf("memory: append: %w", err)
+		return Event{}, false, fmt.Errorf("memory: append: %w", err)
 	}
 	if s.fts {
 		// Whether others appended since this store's last append is
 		// known only under writeMu (Append); otherwise the index is asked.
-		cache := int64(-1)
-		if indexed != nil {
-			cache = *indexed
+		last := int64(-1)
+		if cache != nil {
+			last = *cache
 		}
-		if err := indexUpTo(ctx, tx, s.indexEvents, eventsIndex, cache, e.ID); err != nil {
-			return Event{}, fmt.Errorf("memory: append: index: %w", err)
+		if indexed, err = indexUpTo(ctx, tx, s.indexEvents, eventsIndex, last, e.ID); err != nil {
+			return Event{}, false, fmt.Errorf("memory: append: index: %w", err)
 		}
 	}
-	return e, nil
+	return e, indexed, nil
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) on the store's pool,
@@ -463,16 +468,19 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
+	indexed := false
 	if s.fts {
-		if err := indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
+		if indexed, err = indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
 			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
 	}
-	if s.fts {
+	if indexed {
 		s.indexedCheckpoints = c.ID
+	} else if s.fts {
+		s.catchUpInBackground(c.ID - s.indexedCheckpoints)
 	}
 	return c, nil
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // csvRows parses a read_query answer (CSV plus the "# N rows" trailer).
@@ -33,6 +35,13 @@ func column(recs [][]string, i int) []string {
 // form (SPEC 5.1) built by hand for plain ASCII text, hashed.
 func referenceAppend(t *testing.T, path, ts, kind, content string) {
 	t.Helper()
+	referenceAppendMany(t, path, 1, ts, kind, func(int64) string { return content })
+}
+
+// referenceAppendMany is referenceAppend of n events in one transaction,
+// the content of event id given by content.
+func referenceAppendMany(t *testing.T, path string, n int, ts, kind string, content func(id int64) string) {
+	t.Helper()
 	db := openDirect(t, path)
 	tx, err := db.Begin()
 	if err != nil {
@@ -44,13 +53,18 @@ func referenceAppend(t *testing.T, path, ts, kind, content string) {
 	if err := tx.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&id, &prev); err != nil {
 		t.Fatal(err)
 	}
-	id++
 	const session = "20260301T080000Z-ref0"
-	canon, _ := json.Marshal([]any{id, ts, session, kind, content, prev}) // ASCII without <>&: json.Marshal's form is the canonical one
-	sum := sha256.Sum256(canon)
-	if _, err := tx.Exec(`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, ts, session, kind, content, prev, hex.EncodeToString(sum[:])); err != nil {
-		t.Fatal(err)
+	for range n {
+		id++
+		text := content(id)
+		canon, _ := json.Marshal([]any{id, ts, session, kind, text, prev}) // ASCII without <>&: json.Marshal's form is the canonical one
+		sum := sha256.Sum256(canon)
+		hash := hex.EncodeToString(sum[:])
+		if _, err := tx.Exec(`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, ts, session, kind, text, prev, hash); err != nil {
+			t.Fatal(err)
+		}
+		prev = hash
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -249,5 +263,41 @@ func TestRecallCatchesUp(t *testing.T) {
 	}
 	if v := s.verify(); !v.OK || v.Events != 11 {
 		t.Fatalf("verify: %+v", v)
+	}
+}
+
+// TestRecallCatchesUpInBackground: a file with a long backlog the index
+// lacks (20,000 events another program wrote) gets a server that answers
+// at once and indexes the backlog in the background, says so in its log,
+// takes appends meanwhile, and recalls the old rows once it is done.
+func TestRecallCatchesUpInBackground(t *testing.T) {
+	t.Parallel()
+	db := referenceDB(t)
+	referenceAppendMany(t, db, 20000, "2026-03-01T08:00:00Z", "note", func(id int64) string {
+		if id == 500 {
+			return "a zeppelin over the harbour"
+		}
+		return fmt.Sprintf("routine entry %d", id)
+	})
+	s, logs := startLogged(t, serverBin, db)
+	if v := s.verify(); !v.OK || v.Events != 20008 {
+		t.Fatalf("verify: %+v", v)
+	}
+	if got := s.ok("append_event", map[string]any{"kind": "note", "content": "a quokka on the quay"}); !strings.HasPrefix(got, "ok: event 20009 appended") {
+		t.Fatalf("append: %q", got)
+	}
+	var text string
+	// Until the catch-up is done, a recall may say the index is behind.
+	if !waitFor(60*time.Second, func() bool {
+		text = s.ok("get_resume_context", map[string]any{"max_events": 1, "query": "zeppelin"})
+		return strings.Contains(text, "\n500,2026-03-01T08:00:00Z,note,a zeppelin over the harbour,") && !strings.Contains(text, "catching up")
+	}) {
+		t.Fatalf("60 s on, the recall has not found the backlog's event from an index that is up to date:\n%s", text)
+	}
+	if !strings.Contains(logs.String(), "in the background") {
+		t.Fatalf("the log does not say the backlog is indexed in the background:\n%s", logs)
+	}
+	if recs := csvRows(t, s.ok("read_query", q(ranked("quokka", "")))); len(recs) != 2 || recs[1][0] != "20009" {
+		t.Fatalf("quokka: %q", recs)
 	}
 }
