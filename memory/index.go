@@ -27,7 +27,8 @@ import (
 // The index is kept without triggers. The server writes an event's index
 // row in the transaction that appends the event; rows that another program
 // appended (the reference server, an older version of this one, a script)
-// are indexed at start and by the next append or recall, in id order. A
+// are indexed at start and by the next append or recall, in id order (a
+// long backlog in the background: see backgroundFrom). A
 // trigger on memory_events would run inside every other program's INSERT:
 // a SQLite built without FTS5 (Python's sqlite3 usually has it, not
 // always) could then no longer append to the file at all ("no such module:

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
@@ -42,7 +43,14 @@ func referenceAppend(t *testing.T, path, ts, kind, content string) {
 // the content of event id given by content.
 func referenceAppendMany(t *testing.T, path string, n int, ts, kind string, content func(id int64) string) {
 	t.Helper()
-	db := openDirect(t, path)
+	// BEGIN IMMEDIATE, as the reference appends: a deferred transaction
+	// that read the head before a running server wrote would fail its
+	// insert with SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
