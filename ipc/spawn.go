@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/contain"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -121,14 +120,6 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
-	}
-	// On Windows a worker lives suspended for a moment before its Job
-	// Object holds it; the server's own job kills it if the server dies
-	// then (package contain).
-	if err := contain.Children(); errors.Is(err, contain.ErrNoBreakaway) {
-		cfg.Log.Info("workers join their Job Objects just after they start; one started as this server is killed waits for the host's job to end", "reason", err)
-	} else if err != nil {
-		cfg.Log.Warn("a worker started as this server is killed may outlive it, suspended", "error", err)
 	}
 	env := cfg.Env
 	if env == nil {

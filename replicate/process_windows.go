@@ -6,18 +6,14 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/windows"
-
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/contain"
 )
 
 // prepareLitestream gives the process its own process group, so that a
-// CTRL_BREAK can be sent to it alone, and lets it break away from the
-// server's kill-on-close job (package contain): the guard's final sync
-// comes after the server is gone. Windows passes no extra handles: the
+// CTRL_BREAK can be sent to it alone. Windows passes no extra handles: the
 // guard does not hold the server's locks, so a snapshot restore cannot see
 // a Litestream that outlives its server.
 func prepareLitestream(cmd *exec.Cmd, _ ...*os.File) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | contain.BreakawayFlag()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
 }
 
 // interruptLitestream sends CTRL_BREAK, which Go programs receive as
