@@ -75,9 +75,9 @@ const catchUpBatch = 5000
 
 // backgroundFrom is the backlog (rows of both indexes) above which the
 // catch-up runs on a goroutine of its own instead of before Open returns or
-// a recall answers: a reference file of a million events takes about a
-// minute to index, which a host would take for a server that does not
-// start. Meanwhile appends leave the backlog's rows to it (indexUpTo), and
+// a recall answers: a reference file of a million events takes 8 s to a
+// minute to index (quiet and loaded, docs/performance.md), which a host
+// may take for a server that does not start. Meanwhile appends leave the backlog's rows to it (indexUpTo), and
 // recall says the index is behind.
 const backgroundFrom = 2 * catchUpBatch
 
@@ -100,15 +100,21 @@ func (s *Store) indexLag(ctx context.Context) (int64, error) {
 	}
 	var lag int64
 	for _, spec := range []indexSpec{eventsIndex, checkpointsIndex} {
-		var have, head int64
-		if err := s.db.QueryRowContext(ctx,
-			`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
-			Scan(&have, &head); err != nil {
+		have, head, err := s.reach(ctx, spec)
+		if err != nil {
 			return 0, err
 		}
 		lag += max(head-have, 0)
 	}
 	return lag, nil
+}
+
+// reach is the last rowid spec's index holds and the last of its source.
+func (s *Store) reach(ctx context.Context, spec indexSpec) (have, head int64, err error) {
+	err = s.db.QueryRowContext(ctx,
+		`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
+		Scan(&have, &head)
+	return have, head, err
 }
 
 // catchUpSoon brings the index up to date: at once when the lag is small,
@@ -269,13 +275,9 @@ func (s *Store) CatchUp(ctx context.Context) (int64, error) {
 }
 
 func (s *Store) catchUp(ctx context.Context, spec indexSpec) (int64, error) {
-	var have, head int64
-	if err := s.db.QueryRowContext(ctx,
-		`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
-		Scan(&have, &head); err != nil || have >= head {
+	if have, head, err := s.reach(ctx, spec); err != nil || have >= head {
 		return 0, err // the usual case: nothing to do, and no write lock taken
-	}
-	if head-have > catchUpBatch {
+	} else if head-have > catchUpBatch {
 		s.log.Info("indexing memory rows appended by another program for full-text recall", "table", spec.source, "rows", head-have)
 	}
 	var total int64

@@ -249,18 +249,13 @@ func plainName(name string) bool {
 // removes no other snapshot: retention runs with the next
 // destructive_query or snapshot call.
 func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
-	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
-		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	if err := checkSnapshotName(stem, tag); err != nil {
+		return "", err
 	}
-	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
-	}
-	s := &ipc.Snapshot{Dir: dir, Stem: stem}
-	partial, err := partialName(s)
+	tmp, err := NewPartial(dir, stem)
 	if err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(dir, partial)
 	started := time.Now()
 	if err := src.Backup(tmp); err != nil {
 		return "", err
@@ -290,10 +285,18 @@ func NewPartial(dir, stem string) (string, error) {
 // KeepSnapshot is keepSnapshot for a snapshot written outside a worker:
 // tag must be one of ipc.SnapshotTags.
 func KeepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
-	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
-		return "", fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	if err := checkSnapshotName(stem, tag); err != nil {
+		return "", err
 	}
 	return keepSnapshot(tmp, dir, stem, tag, taken)
+}
+
+// checkSnapshotName refuses a stem and tag that make no snapshot name.
+func checkSnapshotName(stem, tag string) error {
+	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
+		return fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
+	}
+	return nil
 }
 
 // keepSnapshot syncs the complete copy at tmp and renames it to its
