@@ -17,7 +17,7 @@ import (
 // restoreRun runs `mcp-sqlite-memory restore ARGS`, retrying while the
 // server a test just closed still holds the file, and returns its output
 // and exit status.
-func restoreRun(t *testing.T, args ...string) (string, int) {
+func restoreRun(t testing.TB, args ...string) (string, int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -30,7 +30,7 @@ func restoreRun(t *testing.T, args ...string) (string, int) {
 }
 
 // restoreOK is restoreRun that must succeed.
-func restoreOK(t *testing.T, args ...string) string {
+func restoreOK(t testing.TB, args ...string) string {
 	t.Helper()
 	out, code := restoreRun(t, args...)
 	if code != 0 {

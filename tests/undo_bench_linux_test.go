@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -143,21 +142,9 @@ func BenchmarkUndoSnapshot(b *testing.B) {
 		s.c.Close()
 	}
 	t0 = time.Now()
-	var out []byte
-	for {
-		out, err = exec.Command(serverBin, "restore", "--db", db, path).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "a server is using") || time.Since(t0) > 10*time.Second {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	out := restoreOK(b, "--db", db, path)
 	restoreTime := time.Since(t0)
-	if err != nil {
-		b.Fatalf("restore: %v\n%s", err, out)
-	}
-	_, safety, _ := strings.Cut(string(out), "safety snapshot of the state before: ")
-	safety, _, _ = strings.Cut(safety, "\n")
-	sfi, err := os.Stat(safety)
+	sfi, err := os.Stat(safetyOf(b, out))
 	if err != nil {
 		b.Fatalf("the restore's safety snapshot: %v\n%s", err, out)
 	}

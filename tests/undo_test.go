@@ -346,6 +346,17 @@ func TestUndoRestoreCommand(t *testing.T) {
 	}
 }
 
+// safetyOf is the safety snapshot a restore's output names.
+func safetyOf(t testing.TB, out string) string {
+	t.Helper()
+	const mark = "safety snapshot of the state before: "
+	i := strings.Index(out, mark)
+	if i < 0 {
+		t.Fatalf("restore names no safety snapshot:\n%s", out)
+	}
+	return strings.TrimSpace(strings.SplitN(out[i+len(mark):], "\n", 2)[0])
+}
+
 // TestUndoRestoreKeepsARecordOfItself: restoring an undo record of rows
 // keeps the state it replaces as an undo record of the restore (a few KiB
 // beside a 12 MB database, where a full safety copy would be the whole
@@ -365,15 +376,6 @@ func TestUndoRestoreKeepsARecordOfItself(t *testing.T) {
 	table, _ := destroy(t, s, "DROP TABLE parent")
 	s.c.Close()
 
-	safetyOf := func(out string) string {
-		t.Helper()
-		const mark = "safety snapshot of the state before: "
-		i := strings.Index(out, mark)
-		if i < 0 {
-			t.Fatalf("restore names no safety snapshot:\n%s", out)
-		}
-		return strings.TrimSpace(strings.SplitN(out[i+len(mark):], "\n", 2)[0])
-	}
 	size := func(p string) int64 {
 		t.Helper()
 		fi, err := os.Stat(p)
@@ -384,11 +386,11 @@ func TestUndoRestoreKeepsARecordOfItself(t *testing.T) {
 	}
 	dbSize := size(db)
 
-	full := safetyOf(restoreOK(t, "--db", db, table))
+	full := safetyOf(t, restoreOK(t, "--db", db, table))
 	if n := size(full); n < dbSize/2 {
 		t.Fatalf("the safety snapshot of a restore that recreates a table is %d bytes, the database %d: want a full copy", n, dbSize)
 	}
-	rec := safetyOf(restoreOK(t, "--db", db, rows))
+	rec := safetyOf(t, restoreOK(t, "--db", db, rows))
 	if n := size(rec); n > 256<<10 || n*20 > dbSize {
 		t.Fatalf("the safety of a rows-only restore is %d bytes beside a %d-byte database: want an undo record of the restore", n, dbSize)
 	}
