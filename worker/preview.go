@@ -31,7 +31,7 @@ type dryRun struct {
 
 // tableWrite is how the statement itself writes one table.
 type tableWrite struct {
-	name                     string
+	name                      string
 	inserts, updates, deletes bool
 }
 
