@@ -48,6 +48,9 @@ type executor struct {
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
+	// foreign lists the snapshot-named files rotation did not trust (named
+	// after the snapshot it kept); the answer reports them.
+	foreign []string
 
 	// What setup has done to conn so far, so that a connection a standby
 	// readied ahead is only changed where the request differs: the busy

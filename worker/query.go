@@ -243,7 +243,10 @@ func (ex *executor) written(sum policy.Summary, changes int64, returning *result
 	}
 	if ex.mode == policy.Destructive {
 		if p, ok := detail["snapshot"].(string); ok && p != "" {
-			b.WriteString("; snapshot: " + p)
+			b.WriteString("; snapshot: " + p + foreignNote(ex.foreign))
+			if len(ex.foreign) > 0 {
+				detail["snapshot_foreign"] = ex.foreign
+			}
 		} else {
 			b.WriteString("; snapshots are disabled")
 		}
