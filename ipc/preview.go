@@ -51,6 +51,11 @@ type TableChange struct {
 	// counts do not explain): Deleted, Updated and Inserted are what it
 	// measured, and more rows may change.
 	Uncounted bool `json:"uncounted,omitempty"`
+	// Net marks a virtual table counted from its rows before and after
+	// the dry run (an FTS5 command, a trigger's writes): Inserted minus
+	// Deleted is its net change, which the real run counts again
+	// (Request.Recount).
+	Net bool `json:"net,omitempty"`
 }
 
 // Object change actions.

@@ -244,6 +244,14 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 		}
 		return outcome{}, errcode.New(errcode.Declined, msg)
 	}
+	if conf.preview != nil {
+		req.Recount = nil
+		for _, t := range conf.preview.Tables {
+			if t.Net && !slices.Contains(req.Recount, t.Table) {
+				req.Recount = append(req.Recount, t.Table)
+			}
+		}
+	}
 	resp, err := s.run(c, req)
 	if err != nil {
 		return outcome{}, err
@@ -252,6 +260,17 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 	if p := conf.preview; p != nil && resp.Rows != p.Changes {
 		detail["rows_differ"] = true
 		notes = append(notes, fmt.Sprintf("note: the preview the user allowed counted %d rows, the statement changed %d (the database changed in between)", p.Changes, resp.Rows))
+	}
+	if p := conf.preview; p != nil {
+		for _, t := range p.Tables {
+			got, ok := resp.Recounted[t.Table]
+			if !t.Net || !ok || got == t.Inserted-t.Deleted {
+				continue
+			}
+			detail["rows_differ"] = true
+			notes = append(notes, fmt.Sprintf("note: the preview the user allowed said the statement %s, it %s (the database changed in between)",
+				netText(t.Inserted-t.Deleted, t.Table, true), netText(got, t.Table, false)))
+		}
 	}
 	if p := conf.preview; p != nil && uncountedNote(p) != "" {
 		detail["rows_uncounted"] = true
@@ -529,6 +548,24 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f %s", f, units[i])
 	}
 	return fmt.Sprintf("%.0f %s", f, units[i])
+}
+
+// netText says what a net change of n rows does to table: "would delete
+// 30 rows from "idx"" for the preview, "deleted 31 rows from "idx"" for
+// the real run.
+func netText(n int64, table string, preview bool) string {
+	name := quoted(table, maxShownName)
+	verbs := [3]string{"deleted", "inserted", "changed no rows of"}
+	if preview {
+		verbs = [3]string{"would delete", "would insert", "would change no rows of"}
+	}
+	switch {
+	case n < 0:
+		return verbs[0] + " " + rowsText(-n) + " from " + name
+	case n > 0:
+		return verbs[1] + " " + rowsText(n) + " into " + name
+	}
+	return verbs[2] + " " + name
 }
 
 // uncountedNote says plainly which virtual tables the dry run could not

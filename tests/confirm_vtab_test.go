@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -119,5 +120,38 @@ func TestConfirmQuotesHostileNames(t *testing.T) {
 		if !strings.Contains(msg, `Reason: "tidy\u2067 up".`) {
 			t.Errorf("form %q: the reason is not escaped", msg)
 		}
+	}
+}
+
+// TestConfirmReportsADifferentVirtualCount: an FTS5 delete-all is one
+// command that removes every document, so the statement's own count (1)
+// cannot show that another program indexed one more while the person
+// read the form; the real run counts the index again and the answer says
+// the preview differed.
+func TestConfirmReportsADifferentVirtualCount(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	a := &asker{}
+	a.answer = func(_ context.Context, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+		if strings.Contains(p.Message, "delete-all") {
+			if _, err := openDirect(t, db).Exec("INSERT INTO idx(rowid, body) VALUES (99, 'late')"); err != nil {
+				t.Error(err)
+			}
+		}
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"allow": true}}}, nil
+	}
+	s := startAsking(t, db, mcp.ProtocolVersion20251125, a)
+	setupVirtual(t, s)
+	n := len(a.asked())
+	text := s.ok("destructive_query", map[string]any{"query": "INSERT INTO idx(idx) VALUES ('delete-all')", "reason": "rebuild later"})
+	if msg := a.asked()[n].Message; !strings.Contains(msg, `wants to DELETE 30 rows from "idx".`) {
+		t.Fatalf("form %q", msg)
+	}
+	if !strings.HasPrefix(text, "ok: 1 rows affected (last_insert_rowid=0); snapshot: ") ||
+		!strings.Contains(text, `note: the preview the user allowed said the statement would delete 30 rows from "idx", it deleted 31 rows from "idx" (the database changed in between)`) {
+		t.Fatalf("answer %q", text)
+	}
+	if d := confirmDetail(t, s, "destructive_query"); d["rows_differ"] != true {
+		t.Fatalf("audit detail %v: want rows_differ", d)
 	}
 }

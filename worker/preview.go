@@ -504,9 +504,9 @@ func (ex *executor) countVirtual(vt []virtualCount, kinds tableKinds, changes, t
 			case !counted:
 				tc.Uncounted = changes > 0
 			case net < 0:
-				tc.Deleted = -net
+				tc.Deleted, tc.Net = -net, true
 			default:
-				tc.Inserted = net
+				tc.Inserted, tc.Net = net, true
 				tc.Uncounted = changes > net
 			}
 		} else {
@@ -514,7 +514,7 @@ func (ex *executor) countVirtual(vt []virtualCount, kinds tableKinds, changes, t
 				continue // no trigger wrote anything
 			}
 			tc.Via, tc.Triggers = "trigger "+strings.Join(v.triggers, ", "), v.triggers
-			tc.Uncounted = true
+			tc.Uncounted, tc.Net = true, counted
 			switch {
 			case counted && net < 0:
 				tc.Deleted = -net
@@ -524,6 +524,46 @@ func (ex *executor) countVirtual(vt []virtualCount, kinds tableKinds, changes, t
 		}
 		if tc.Deleted > 0 || tc.Updated > 0 || tc.Inserted > 0 || tc.Uncounted {
 			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// recount holds the rows, before the real run, of the tables the request
+// asks it to count again (ipc.Request.Recount).
+type recount struct {
+	kinds  tableKinds
+	before map[string]int64
+}
+
+// startRecount counts the tables of Request.Recount before the statement
+// runs; nil when the request names none.
+func (ex *executor) startRecount() *recount {
+	if len(ex.req.Recount) == 0 {
+		return nil
+	}
+	kinds, err := ex.tableKinds()
+	if err != nil {
+		return nil
+	}
+	r := &recount{kinds: kinds, before: map[string]int64{}}
+	for _, name := range ex.req.Recount {
+		if n := ex.virtualRows(name, kinds); n >= 0 {
+			r.before[name] = n
+		}
+	}
+	return r
+}
+
+// finish counts them again after the statement ran.
+func (r *recount) finish(ex *executor) map[string]int64 {
+	if r == nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for name, before := range r.before {
+		if n := ex.virtualRows(name, r.kinds); n >= 0 {
+			out[name] = n - before
 		}
 	}
 	return out

@@ -159,13 +159,13 @@ func TestPreviewVirtualTables(t *testing.T) {
 		{"delete one R*Tree row", "DELETE FROM rt WHERE id = 1", 1, []ipc.TableChange{{Table: "rt", Deleted: 1}}},
 		{"delete nothing", "DELETE FROM ft WHERE rowid = 99", 0, nil},
 		{"update an FTS5 table", "UPDATE ft SET body = 'x'", 3, []ipc.TableChange{{Table: "ft", Updated: 3}}},
-		{"FTS5 delete-all of a contentless table", "INSERT INTO cl(cl) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "cl", Deleted: 3}}},
-		{"FTS5 delete-all of an external-content table", "INSERT INTO ext(ext) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "ext", Deleted: 3}}},
-		{"FTS5 delete command", "INSERT INTO cl(cl, rowid, body) VALUES('delete', 1, 'alpha beta')", 1, []ipc.TableChange{{Table: "cl", Deleted: 1}}},
-		{"insert into an FTS5 table", "INSERT INTO ft(body) SELECT body FROM notes", 3, []ipc.TableChange{{Table: "ft", Inserted: 3}}},
-		{"a REPLACE over a row cannot be told apart", "INSERT OR REPLACE INTO ft(rowid, body) VALUES(1, 'z')", 1, []ipc.TableChange{{Table: "ft", Uncounted: true}}},
+		{"FTS5 delete-all of a contentless table", "INSERT INTO cl(cl) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "cl", Deleted: 3, Net: true}}},
+		{"FTS5 delete-all of an external-content table", "INSERT INTO ext(ext) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "ext", Deleted: 3, Net: true}}},
+		{"FTS5 delete command", "INSERT INTO cl(cl, rowid, body) VALUES('delete', 1, 'alpha beta')", 1, []ipc.TableChange{{Table: "cl", Deleted: 1, Net: true}}},
+		{"insert into an FTS5 table", "INSERT INTO ft(body) SELECT body FROM notes", 3, []ipc.TableChange{{Table: "ft", Inserted: 3, Net: true}}},
+		{"a REPLACE over a row cannot be told apart", "INSERT OR REPLACE INTO ft(rowid, body) VALUES(1, 'z')", 1, []ipc.TableChange{{Table: "ft", Uncounted: true, Net: true}}},
 		{"a trigger writing an FTS5 table", "INSERT INTO feed VALUES ('q')", 1,
-			[]ipc.TableChange{{Table: "feed", Inserted: 1}, {Table: "cl", Inserted: 1, Via: "trigger feed_index", Triggers: []string{"feed_index"}, Uncounted: true}}},
+			[]ipc.TableChange{{Table: "feed", Inserted: 1}, {Table: "cl", Inserted: 1, Via: "trigger feed_index", Triggers: []string{"feed_index"}, Uncounted: true, Net: true}}},
 		{"a trigger that does not fire", "DELETE FROM feed", 0, nil},
 	}
 	for _, tt := range tests {
@@ -195,6 +195,24 @@ func TestPreviewVirtualTables(t *testing.T) {
 	req.Preview.CommitIfHarmless = true
 	if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview == nil {
 		t.Fatalf("an uncounted write was committed: %+v", resp)
+	}
+}
+
+// TestRecount: the real run counts again the virtual tables a preview
+// counted by their net change, so the answer can say when it differed.
+func TestRecount(t *testing.T) {
+	db := vtabDB(t)
+	req := request(db, ipc.OpQuery, "destructive", "INSERT INTO cl(cl) VALUES('delete-all')")
+	req.Recount = []string{"cl", "rt", "nope"}
+	resp := execute(req, hclog.NewNullLogger())
+	if !resp.OK {
+		t.Fatalf("%s: %s", resp.Code, resp.Message)
+	}
+	if want := map[string]int64{"cl": -3, "rt": 0}; !reflect.DeepEqual(resp.Recounted, want) {
+		t.Fatalf("recounted %v, want %v", resp.Recounted, want)
+	}
+	if resp := execute(request(db, ipc.OpQuery, "destructive", "DELETE FROM rt"), hclog.NewNullLogger()); !resp.OK || resp.Recounted != nil {
+		t.Fatalf("a request without Recount: %+v", resp)
 	}
 }
 
