@@ -72,8 +72,8 @@ type Request struct {
 	// those its preview counted by their net change (TableChange.Net).
 	Recount []string `json:"recount,omitempty"`
 	View    *View    `json:"view,omitempty"`
-	Table   *Table          `json:"table,omitempty"`
-	Search  *Search         `json:"search,omitempty"`
+	Table   *Table   `json:"table,omitempty"`
+	Search  *Search  `json:"search,omitempty"`
 }
 
 // Caps bound what a result may contain (SPEC 3 and 8).
