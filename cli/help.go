@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/version"
 )
 
 // help is one subcommand's --help. Every subcommand prints the same
@@ -187,7 +187,7 @@ runs its workers this way; by hand it is for fuzzing and debugging.`,
 	"version": func() help {
 		return help{
 			usage:    "version",
-			about:    `Prints the version of this build (also: --version): the module version, else the VCS revision (+dirty), else "devel".`,
+			about:    `Prints the version of this build (also: --version) and its commit: a release's version, else the module version, else the VCS revision (+dirty), else "devel".`,
 			examples: []string{"mcp-sqlite-memory version   # the same as: mcp-sqlite-memory --version"},
 		}
 	},
@@ -265,5 +265,5 @@ func wantsVersion(args []string) bool {
 }
 
 func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "mcp-sqlite-memory %s\n", server.Version())
+	fmt.Fprintln(w, version.Line("mcp-sqlite-memory"))
 }

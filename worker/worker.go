@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/version"
 )
 
 // Main reads one request from stdin, executes it and writes one response to
@@ -96,14 +97,19 @@ meant to be run by hand; run the server instead:
 
 A request piped to it (as fuzzers do) gets a JSON frame answer, failures
 included, and exit status 0; worker/README.md describes the frames.
+--version prints the version and commit of this build.
 `
 
 // Args handles command-line arguments, which the server never passes:
-// --help (or -h, help) prints Help; anything else is a usage error (2).
+// --help (or -h, help) prints Help, --version the build's version line;
+// anything else is a usage error (2).
 func Args(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "--help", "-help", "-h", "help":
 		fmt.Fprint(stdout, Help)
+		return 0
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version.Line("mcp-sqlite-memory-worker"))
 		return 0
 	}
 	fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: unexpected argument %q; it takes none\n\n%s", args[0], Help)
