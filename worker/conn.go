@@ -121,6 +121,12 @@ func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	if err := declareInnocuousFTSFunctions(c); err != nil {
 		return fail("full-text functions", err)
 	}
+	// A statement whose allocation failed at the heap limit stops at once
+	// (RESOURCE_LIMIT), instead of reading the rest of its input with an
+	// accumulator that gave up (limits.go, applyMemoryLimit).
+	if err := c.StopOnAllocationFailure(oomCheckEvery); err != nil {
+		return fail("allocation watch", err)
+	}
 	return c, nil
 }
 

@@ -155,6 +155,8 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	}
 	release = ex.close
 	ex.progress = &reporter{w: progress}
+	// What the standby phase allocated is no failure of this request's.
+	rawsqlite.ResetAllocationWatch()
 
 	if req.Limits.TimeoutMS > 0 {
 		// SQLite drops an interrupt that arrives between statements, so the
@@ -205,11 +207,14 @@ func (ex *executor) classify(err error) error {
 	if !errors.As(err, &se) {
 		return errcode.New(errcode.WorkerFailed, err.Error())
 	}
+	if errors.Is(err, rawsqlite.ErrStoppedAtHeapLimit) {
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory: the statement reached the worker's memory limit (%d MiB, --worker-memory-mb) and was stopped there; narrow the query: aggregate fewer rows (a WHERE, or LIMIT in a subquery), smaller values, no huge strings or blobs", ex.req.Limits.MemoryMB))
+	}
 	switch se.Primary() {
 	case rawsqlite.ResultInterrupt:
 		return errcode.QueryTimeout(time.Duration(ex.req.Limits.TimeoutMS)*time.Millisecond, "interrupted")
 	case rawsqlite.ResultNoMem:
-		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB, --worker-memory-mb); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
 	case rawsqlite.ResultFull:
 		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
 	case rawsqlite.ResultAuth:
