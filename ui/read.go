@@ -128,10 +128,10 @@ func (u *UI) readTimeline(ctx context.Context, f timelineFilter) (timelineResult
 	return r, err
 }
 
-// recentKinds lists the kinds and agents of the newest 1,000 events (all
+// recentKinds lists the kinds and agents of the newest 200 events (all
 // of them would cost a scan of the table).
 func recentKinds(ctx context.Context, tx *sql.Tx) (kinds, agents []string, err error) {
-	rows, err := tx.QueryContext(ctx, `SELECT kind, session FROM memory_events ORDER BY id DESC LIMIT 1000`)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, session FROM memory_events ORDER BY id DESC LIMIT 200`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -403,7 +403,7 @@ func (u *UI) readActivity(ctx context.Context, f activityFilter) (activityResult
 	}
 	defer func() { _ = tx.Rollback() }()
 	tools := map[string]bool{}
-	trows, err := tx.QueryContext(ctx, `SELECT DISTINCT tool FROM (SELECT tool FROM query_log ORDER BY id DESC LIMIT 1000)`)
+	trows, err := tx.QueryContext(ctx, `SELECT DISTINCT tool FROM (SELECT tool FROM query_log ORDER BY id DESC LIMIT 200)`)
 	if err != nil {
 		return r, err
 	}
