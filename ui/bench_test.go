@@ -184,7 +184,13 @@ func BenchmarkActivityErrors(b *testing.B) {
 	benchPage(b, "/activity?errors=1", "query_log", "id, ts, session, tool, query, ok, rows, error, duration_ms, detail")
 }
 
-// BenchmarkSearch: a ranked search whose word about 1 in 97 events holds.
+// BenchmarkSearch: a ranked search for a word about 1 in 97 events hold
+// (bm25 ranks every match, as get_resume_context's recall does).
 func BenchmarkSearch(b *testing.B) {
 	benchPage(b, "/?q=orders_7", "memory_events", "id, ts, session, kind, content")
+}
+
+// BenchmarkSearchRare: a ranked search for a word one event holds.
+func BenchmarkSearchRare(b *testing.B) {
+	benchPage(b, "/?q="+strconv.Itoa(benchEvents()/2+1), "memory_events", "id, ts, session, kind, content")
 }

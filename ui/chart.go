@@ -25,7 +25,7 @@ const chartHours = 24
 
 // palette colours the tools, in order of their calls; fixed strings, never
 // agent text, so attributes need no escaping beyond the template's.
-var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"}
+var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#86bcb6", "#d37295", "#a0cbe8", "#bab0ac"}
 
 const (
 	chartW, chartH = 720, 180

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
@@ -114,7 +115,7 @@ func (u *UI) readTimeline(ctx context.Context, f timelineFilter) (timelineResult
 		return r, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if r.Kinds, r.Agents, err = recentKinds(ctx, tx); err != nil {
+	if r.Kinds, r.Agents, _, err = u.suggest(ctx, tx); err != nil {
 		return r, err
 	}
 	switch {
@@ -128,26 +129,66 @@ func (u *UI) readTimeline(ctx context.Context, f timelineFilter) (timelineResult
 	return r, err
 }
 
-// recentKinds lists the kinds and agents of the newest 200 events (all
-// of them would cost a scan of the table).
-func recentKinds(ctx context.Context, tx *sql.Tx) (kinds, agents []string, err error) {
-	rows, err := tx.QueryContext(ctx, `SELECT kind, session FROM memory_events ORDER BY id DESC LIMIT 200`)
-	if err != nil {
-		return nil, nil, err
+// suggestTTL is how long the forms' suggestion lists are reused.
+var suggestTTL = 10 * time.Second
+
+// suggestions are the kinds and agents of the newest 200 events and the
+// tools of the newest 200 calls, for the forms' lists (all of them would
+// cost a scan of the tables); kept for suggestTTL.
+type suggestions struct {
+	mu                   sync.Mutex
+	at                   time.Time
+	kinds, agents, tools []string
+}
+
+func (u *UI) suggest(ctx context.Context, tx *sql.Tx) (kinds, agents, tools []string, err error) {
+	sg := &u.suggestions
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	if !sg.at.IsZero() && time.Since(sg.at) < suggestTTL {
+		return sg.kinds, sg.agents, sg.tools, nil
 	}
-	defer rows.Close()
-	ks, as := map[string]bool{}, map[string]bool{}
-	for rows.Next() {
+	ks, as, ts := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	err = eachRow(ctx, tx, `SELECT kind, session FROM memory_events ORDER BY id DESC LIMIT 200`, func(rows *sql.Rows) error {
 		var k, s string
 		if err := rows.Scan(&k, &s); err != nil {
-			return nil, nil, err
+			return err
 		}
 		ks[k] = true
 		if a := agentOf(s); a != "" {
 			as[a] = true
 		}
+		return nil
+	})
+	if err == nil {
+		err = eachRow(ctx, tx, `SELECT tool FROM query_log ORDER BY id DESC LIMIT 200`, func(rows *sql.Rows) error {
+			var t string
+			if err := rows.Scan(&t); err != nil {
+				return err
+			}
+			ts[t] = true
+			return nil
+		})
 	}
-	return sortedKeys(ks), sortedKeys(as), rows.Err()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sg.at, sg.kinds, sg.agents, sg.tools = time.Now(), sortedKeys(ks), sortedKeys(as), sortedKeys(ts)
+	return sg.kinds, sg.agents, sg.tools, nil
+}
+
+func eachRow(ctx context.Context, tx *sql.Tx, q string, fn func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -402,21 +443,9 @@ func (u *UI) readActivity(ctx context.Context, f activityFilter) (activityResult
 		return r, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	tools := map[string]bool{}
-	trows, err := tx.QueryContext(ctx, `SELECT DISTINCT tool FROM (SELECT tool FROM query_log ORDER BY id DESC LIMIT 200)`)
-	if err != nil {
+	if _, _, r.Tools, err = u.suggest(ctx, tx); err != nil {
 		return r, err
 	}
-	for trows.Next() {
-		var t string
-		if err := trows.Scan(&t); err != nil {
-			trows.Close()
-			return r, err
-		}
-		tools[t] = true
-	}
-	trows.Close()
-	r.Tools = sortedKeys(tools)
 
 	where, args := f.where()
 	if f.Before > 0 {
@@ -465,6 +494,7 @@ type snapshot struct {
 	Tool       string // the call that took it, from the audit
 	Tables     string // undo: the tables it would change
 	Rows       int64  // undo: the rows it would put back
+	Undo       bool
 	Problem    string // undo: why the record cannot be read
 	Restore    string // the command that restores it
 	DryRun     string
@@ -498,7 +528,7 @@ func (u *UI) readSnapshots(ctx context.Context) ([]snapshot, error) {
 		s.Taken = taken.UTC().Format(memory.TimeLayout)
 		switch {
 		case strings.HasSuffix(name, ipc.UndoTag+".db"), strings.HasSuffix(name, ipc.PreRestoreTag+".db") && undo.IsRecord(s.Path):
-			s.Kind = "undo record"
+			s.Kind, s.Undo = "undo record", true
 			if strings.HasSuffix(name, ipc.PreRestoreTag+".db") {
 				s.Kind = "undo record (safety copy taken by restore)"
 			}

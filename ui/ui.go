@@ -59,6 +59,8 @@ type UI struct {
 	store *memory.Store // read-only: the chain check and the export
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+
+	suggestions suggestions
 }
 
 // New opens the database read-only. It fails when the file is missing, not
