@@ -17,6 +17,14 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
 // benchEvents is the size of the benchmarks' memory: 1,000,000 events, or
 // MCP_SQLITE_BENCH_EVENTS (as memory's benchmarks; .ci/run sets it low).
 func benchEvents() int {
@@ -27,6 +35,7 @@ func benchEvents() int {
 }
 
 var (
+	benchDir  string // removed by TestMain
 	benchOnce sync.Once
 	benchPath string
 	benchErr  error
@@ -38,6 +47,10 @@ var (
 // are unique placeholders (these pages do not verify the chain).
 func benchFixture(b *testing.B) string {
 	benchOnce.Do(func() {
+		if p := os.Getenv("MCP_SQLITE_UI_BENCH_DB"); p != "" {
+			benchPath = p // a fixture kept from an earlier run
+			return
+		}
 		dir, err := os.MkdirTemp("", "ui-bench-")
 		if err != nil {
 			benchErr = err
@@ -92,7 +105,7 @@ func benchFixture(b *testing.B) string {
 			}
 		}
 		b.Logf("built a %d-event fixture in %v", n, time.Since(start).Round(time.Millisecond))
-		benchPath = path
+		benchPath, benchDir = path, dir
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -76,7 +77,13 @@ type toolStat struct {
 func readChart(ctx context.Context, tx *sql.Tx, where []string, args []any) (chart, error) {
 	c := chart{W: chartW, H: chartH}
 	var newest sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT max(ts) FROM query_log`+whereSQL(where), args...).Scan(&newest); err != nil {
+	// The newest by id: a walk back from the end of the table that stops
+	// at the first row the filters keep (max(ts) with a filter scans).
+	err := tx.QueryRowContext(ctx, `SELECT ts FROM query_log`+whereSQL(where)+` ORDER BY id DESC LIMIT 1`, args...).Scan(&newest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil
+	}
+	if err != nil {
 		return c, err
 	}
 	if !newest.Valid {
