@@ -74,7 +74,7 @@ type toolStat struct {
 	durs     []int64
 }
 
-func readChart(ctx context.Context, tx *sql.Tx, where []string, args []any) (chart, error) {
+func readChart(ctx context.Context, tx *rtx, where []string, args []any) (chart, error) {
 	c := chart{W: chartW, H: chartH}
 	var newest sql.NullString
 	// The newest by id: a walk back from the end of the table that stops

@@ -110,11 +110,11 @@ type timelineResult struct {
 
 func (u *UI) readTimeline(ctx context.Context, f timelineFilter) (timelineResult, error) {
 	var r timelineResult
-	tx, err := u.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := u.begin(ctx)
 	if err != nil {
 		return r, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer tx.rollback()
 	if r.Kinds, r.Agents, _, err = u.suggest(ctx, tx); err != nil {
 		return r, err
 	}
@@ -141,7 +141,7 @@ type suggestions struct {
 	kinds, agents, tools []string
 }
 
-func (u *UI) suggest(ctx context.Context, tx *sql.Tx) (kinds, agents, tools []string, err error) {
+func (u *UI) suggest(ctx context.Context, tx *rtx) (kinds, agents, tools []string, err error) {
 	sg := &u.suggestions
 	sg.mu.Lock()
 	defer sg.mu.Unlock()
@@ -177,7 +177,7 @@ func (u *UI) suggest(ctx context.Context, tx *sql.Tx) (kinds, agents, tools []st
 	return sg.kinds, sg.agents, sg.tools, nil
 }
 
-func eachRow(ctx context.Context, tx *sql.Tx, q string, fn func(*sql.Rows) error) error {
+func eachRow(ctx context.Context, tx *rtx, q string, fn func(*sql.Rows) error) error {
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-func readEvents(ctx context.Context, tx *sql.Tx, f timelineFilter, r *timelineResult) error {
+func readEvents(ctx context.Context, tx *rtx, f timelineFilter, r *timelineResult) error {
 	var where []string
 	var args []any
 	if f.Before > 0 {
@@ -267,7 +267,7 @@ func readEvents(ctx context.Context, tx *sql.Tx, f timelineFilter, r *timelineRe
 	return nil
 }
 
-func queryCheckpoints(ctx context.Context, tx *sql.Tx, tail string, args []any) ([]item, error) {
+func queryCheckpoints(ctx context.Context, tx *rtx, tail string, args []any) ([]item, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, ts, session, summary, last_event_id FROM memory_checkpoints`+tail, args...)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func queryCheckpoints(ctx context.Context, tx *sql.Tx, tail string, args []any) 
 
 // readCheckpoints is the timeline of checkpoints alone (kind=checkpoint),
 // keyset by checkpoint id.
-func readCheckpoints(ctx context.Context, tx *sql.Tx, f timelineFilter, r *timelineResult) error {
+func readCheckpoints(ctx context.Context, tx *rtx, f timelineFilter, r *timelineResult) error {
 	var where []string
 	var args []any
 	if f.Before > 0 {
@@ -310,7 +310,7 @@ func readCheckpoints(ctx context.Context, tx *sql.Tx, f timelineFilter, r *timel
 // search ranks the events that match the query as get_resume_context's
 // recall does: the same FTS5 expression (memory.RecallQuery), bm25 rank,
 // ties newest first. Filters narrow the matches.
-func (u *UI) search(ctx context.Context, tx *sql.Tx, f timelineFilter, r *timelineResult) error {
+func (u *UI) search(ctx context.Context, tx *rtx, f timelineFilter, r *timelineResult) error {
 	expr, err := memory.RecallQuery(f.Query)
 	if err != nil {
 		r.Lag = "the search has no words to look for"
@@ -438,11 +438,11 @@ type activityResult struct {
 
 func (u *UI) readActivity(ctx context.Context, f activityFilter) (activityResult, error) {
 	var r activityResult
-	tx, err := u.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := u.begin(ctx)
 	if err != nil {
 		return r, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer tx.rollback()
 	if _, _, r.Tools, err = u.suggest(ctx, tx); err != nil {
 		return r, err
 	}
@@ -607,11 +607,11 @@ type object struct {
 }
 
 func (u *UI) readTables(ctx context.Context) ([]object, error) {
-	tx, err := u.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := u.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer tx.rollback()
 	types := map[string]string{}
 	rows, err := tx.QueryContext(ctx, `SELECT name, type FROM pragma_table_list WHERE schema = 'main'`)
 	if err != nil {

@@ -61,6 +61,7 @@ type UI struct {
 	mux   *http.ServeMux
 
 	suggestions suggestions
+	stmts       stmtCache
 }
 
 // New opens the database read-only. It fails when the file is missing, not
@@ -106,6 +107,7 @@ func New(ctx context.Context, opt Options) (*UI, error) {
 
 // Close closes the connections.
 func (u *UI) Close() error {
+	u.stmts.close()
 	err := u.db.Close()
 	return errors.Join(err, u.store.Close())
 }
