@@ -425,6 +425,12 @@ func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log h
 	if err := checkColumns(ctx, db, TableEvents, TableCheckpoints, TableQueryLog); err != nil {
 		return st, fmt.Errorf("memory: %s: %w", path, err)
 	}
+	if !fresh {
+		// A trigger there would run inside the import's inserts.
+		if err := checkForeign(path); err != nil {
+			return st, err
+		}
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)

@@ -129,6 +129,8 @@ var _ Auditor = (*Store)(nil)
 // (ErrNotDatabase, file untouched), switches the file to WAL once, and
 // creates whatever of the server schema is missing (SPEC 5). Objects that
 // exist are left alone, so a reference file's sqlite_master is unchanged.
+// A schema in which an object the server did not create references the
+// server tables is refused with a *ForeignObjectsError (ErrForeignObjects).
 func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	return open(ctx, path, synchronousFull, log)
 }
@@ -150,6 +152,12 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 	if err := bootstrap(ctx, db, slices.Concat(eventsDDL, auditDDL)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
+	}
+	// The server tables defend themselves: no object another program
+	// added may run inside the server's writes (foreign.go).
+	if err := checkForeign(abs); err != nil {
+		db.Close()
+		return nil, err
 	}
 	s, err := newStore(ctx, db, abs, syncLevel, log)
 	if err != nil {

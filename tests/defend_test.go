@@ -127,3 +127,48 @@ func TestRecallBoundedOverStdio(t *testing.T) {
 		t.Errorf("a NUL-ended word finds its event: %q", text)
 	}
 }
+
+// TestStartRefusesForeignTriggersOverStdio: a server does not serve a file
+// in which a trigger it did not create runs inside its writes; it exits
+// naming the trigger and the fix, and serves again once it is dropped.
+// The reference server's file still opens (TestReference030* and others).
+func TestStartRefusesForeignTriggersOverStdio(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := start(t, db)
+	s.ok("append_event", map[string]any{"content": "first"})
+	s.ok("write_query", q(`CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)`))
+	s.c.Close()
+	direct := openDirect(t, db)
+	for _, ddl := range []string{
+		`CREATE TRIGGER drop_secret BEFORE INSERT ON memory_events WHEN NEW.content LIKE '%secret%' BEGIN SELECT RAISE(IGNORE); END`,
+		`CREATE TRIGGER relink AFTER INSERT ON notes BEGIN INSERT OR REPLACE INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (1, 't', 's', 'k', NEW.body, 'p', 'h'); END`,
+		`CREATE VIEW recent AS SELECT * FROM memory_events ORDER BY id DESC LIMIT 5`, // reading is allowed
+	} {
+		if _, err := direct.Exec(ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	direct.Close()
+	out, errOut, code := runCLI(t, nil, "--db", db)
+	if code == 0 || out != "" {
+		t.Fatalf("the server served a file with foreign triggers: %d %q %q", code, out, errOut)
+	}
+	for _, want := range []string{`trigger "drop_secret": `, "runs on writes to memory_events", `trigger "relink": inserts into memory_events`, `DROP TRIGGER "drop_secret"; DROP TRIGGER "relink";`, "restore"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, `"recent"`) {
+		t.Errorf("a view that reads the memory is refused:\n%s", errOut)
+	}
+	direct = openDirect(t, db)
+	if _, err := direct.Exec(`DROP TRIGGER drop_secret; DROP TRIGGER relink`); err != nil {
+		t.Fatal(err)
+	}
+	direct.Close()
+	s = start(t, db)
+	if text := s.ok("append_event", map[string]any{"content": "the secret plan"}); !strings.HasPrefix(text, "ok: event 2 appended") {
+		t.Fatalf("after the drop: %q", text)
+	}
+}

@@ -1,6 +1,10 @@
 package tests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +54,19 @@ func TestImportUntrustedOverCLI(t *testing.T) {
 		{"lone surrogate", edit(2, func(l string) string { return strings.Replace(l, `"content":"`, `"content":"\udc00`, 1) }), "surrogate"},
 		{"checkpoint moved", []byte(strings.Join(moved, "")), "checkpoint 1 is anchored to event"},
 	}
+	// Bytes that are not UTF-8, hashed as Go's encoding/json would read
+	// them (U+FFFD): such a file verified, though no two readers agree on
+	// its text.
+	content := "ok \ufffd"
+	canon, _ := json.Marshal([]any{1, "2026-03-01T08:00:00Z", "20260301T080000Z-ref0", "note", content, strings.Repeat("0", 64)})
+	sum := sha256.Sum256(canon)
+	line := fmt.Sprintf(`{"type":"event","id":1,"ts":"2026-03-01T08:00:00Z","session":"20260301T080000Z-ref0","kind":"note","content":"ok %s","prev_hash":"%s","hash":"%s"}`+"\n",
+		"\xff", strings.Repeat("0", 64), hex.EncodeToString(sum[:]))
+	cases = append(cases, struct {
+		name string
+		file []byte
+		msg  string
+	}{"not UTF-8, hashed as U+FFFD", []byte(line), "byte 114 is not UTF-8 text (0xff)"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// verify --jsonl refuses what import refuses: exit 2, not an
