@@ -29,8 +29,9 @@ import (
 // trigger in each authorizer call). A trigger is foreign when it is not one
 // of the server's own (name and SQL exactly those it creates) and either
 // fires on a write to a server table or reads or writes one. An index on
-// a server table is foreign unless it is the server's (query_log_ts) or
-// SQLite's own for a constraint of the table. Any other object that holds
+// a server table (as SQLite's pragma_index_list reports it) is foreign
+// unless it is the server's (query_log_ts) or SQLite's own for a
+// constraint of the table. Any other object that holds
 // a server name (a view named memory_events_fts, a query_errors view with
 // another definition) is foreign too.
 //
@@ -183,14 +184,24 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 			if server && !own(r) {
 				add("view", r.name, "holds the name of a server object")
 			}
-		case "index":
-			// SQLite's own indexes (UNIQUE, PRIMARY KEY) have no SQL.
-			if r.sql != "" && !own(r) && serverNames[foldASCII(r.table)] {
-				add("index", r.name, "is an index on "+r.table+", which the server did not create")
-			}
 		case "table":
 			// A server name held by a table of another shape is
-			// refused by checkColumns; shadow tables are FTS5's.
+			// refused by checkColumns; shadow tables are FTS5's. Its
+			// indexes as SQLite attached them when it parsed the schema
+			// (origin "c": CREATE INDEX; "u" and "pk" are SQLite's own,
+			// for the table's constraints).
+			if !server {
+				continue
+			}
+			idx, err := indexesOf(c, r.name)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range idx {
+				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{"index", name, r.name, sql}) {
+					add("index", name, "is an index on "+r.name+", which the server did not create")
+				}
+			}
 		}
 	}
 	if len(types) == 0 && len(why) == 0 {
@@ -288,3 +299,30 @@ func columnsOf(c *rawsqlite.Conn, table string) ([]string, error) {
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// indexesOf lists the indexes made by CREATE INDEX on a table.
+func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
+	q, _, err := c.Prepare(`SELECT name FROM pragma_index_list(` + sqlString(table) + `, 'main') WHERE origin = 'c'`)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Finalize()
+	var out []string
+	for {
+		ok, err := q.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, q.ColumnText(0))
+	}
+}
+
+// sqlOf finds the SQL of the object of type typ named name.
+func sqlOf(rows []masterRow, typ, name string) (string, bool) {
+	for _, r := range rows {
+		if r.typ == typ && foldASCII(r.name) == foldASCII(name) {
+			return r.sql, true
+		}
+	}
+	return "", false
+}
