@@ -366,6 +366,7 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
 		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
+		RecallTimeout: s.cfg.QueryTimeout,
 	})
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -390,6 +391,12 @@ func memoryError(err error) error {
 		return invalid("summary must not be empty")
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
+	case errors.Is(err, memory.ErrTooManyTerms):
+		return invalid("%v: recall searches for at most %d words (a phrase's words each count); keep the few that matter most", err, memory.MaxRecallTerms)
+	}
+	var timeout *memory.RecallTimeoutError
+	if errors.As(err, &timeout) {
+		return errcode.New(errcode.Timeout, fmt.Sprintf("recall stopped after %s (interrupted): use fewer or longer prefix terms (a short prefix such as w* reads every indexed word it starts), or raise --query-timeout", errcode.Duration(timeout.Budget)))
 	}
 	if errors.Is(err, memory.ErrBusy) {
 		return errcode.New(errcode.DatabaseUnavailable, "the database is busy; retry the call")
