@@ -47,8 +47,6 @@ func TestParamSchema(t *testing.T) {
 			`{"default":5,"description":"d","maximum":9,"minimum":1,"type":"integer"}`, false},
 		{"boolean default", param{name: "b", kind: boolean, def: true, desc: "d"},
 			`{"default":true,"description":"d","type":"boolean"}`, false},
-		{"array of strings", param{name: "l", kind: strList, desc: "d"},
-			`{"description":"d","items":{"type":"string"},"type":"array"}`, false},
 		{"string or strings", param{name: "l", kind: textList, def: "", desc: "d"},
 			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"string"}],"default":"","description":"d"}`, false},
 	}
@@ -77,7 +75,7 @@ func TestParamParse(t *testing.T) {
 		{name: "reason", kind: text, missing: "reason is required: say why"},
 		{name: "pattern", kind: text, blankOK: true},
 		{name: "on", kind: boolean, def: true},
-		{name: "cols", kind: strList},
+		{name: "cols", kind: textList},
 		{name: "kinds", kind: textList, def: ""},
 	}
 	ps[4].required = true
@@ -109,7 +107,9 @@ func TestParamParse(t *testing.T) {
 		{"blankOK: absent is missing", map[string]any{"pattern": unset{}}, "INVALID_ARGUMENT: pattern is required: pass one"},
 		{"blankOK: wrong type keeps its message", map[string]any{"pattern": 2.0}, "INVALID_ARGUMENT: pattern must be a string, got a number"},
 		{"boolean type", map[string]any{"on": "yes"}, "INVALID_ARGUMENT: on must be true or false, got a string"},
-		{"array type", map[string]any{"cols": "a"}, "INVALID_ARGUMENT: cols must be an array of strings, got a string"},
+		{"a list as a string", map[string]any{"cols": " a, b ,,", "kinds": "x"}, `[SELECT 1 3 csv v why   true [a b] [x]]`},
+		{"a list as an array", map[string]any{"cols": []any{"a, b", " c"}, "kinds": []any{"x"}}, `[SELECT 1 3 csv v why   true [a, b  c] [x]]`},
+		{"array item type", map[string]any{"cols": []any{"a", 1.0}}, "INVALID_ARGUMENT: cols must be an array of strings; found a number"},
 		{"list type", map[string]any{"kinds": 1.0}, "INVALID_ARGUMENT: kinds must be an array of strings or one comma-separated string, got a number"},
 		{"first refusal wins, in declared order", map[string]any{"limit": 0.0, "query": unset{}}, "INVALID_ARGUMENT: query is required: pass it as a string"},
 	}
