@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -90,8 +91,12 @@ func checkWorker(ctx context.Context, flagged, path string, args []string) error
 		return &UsageError{fmt.Sprintf("the worker beside this server, %s, cannot run statements: %v\nTry: %s, or --worker PATH", path, err, install)}
 	}
 	try := "--worker /path/to/" + WorkerBinary + ", or leave --worker and MCP_SQLITE_WORKER unset to use the worker beside the server (" + install + ")"
+	name := WorkerBinary
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
 	if self, e := os.Executable(); e == nil {
-		if lean := filepath.Join(filepath.Dir(self), WorkerBinary); lean != path {
+		if lean := filepath.Join(filepath.Dir(self), name); lean != path {
 			if _, e := os.Stat(lean); e == nil {
 				try = "--worker " + lean + ", or leave --worker and MCP_SQLITE_WORKER unset (that one is beside the server)"
 			}
