@@ -93,9 +93,16 @@ func Run(ctx context.Context, args []string, env Env) int {
 	return report(env, serve(ctx, args, env))
 }
 
+// byHand is what the server says once when its stdin is a terminal.
+const byHand = `mcp-sqlite-memory: serving MCP on stdin and stdout: it expects an MCP host (Claude Code, Claude Desktop, an IDE) to start it, not a person typing. To try it by hand:
+  mcp-sqlite-memory demo                                  a guided tour on a scratch database
+  mcp-sqlite-memory call --db PATH get_resume_context '{}'   one tool call from the shell
+Press Ctrl-D (Ctrl-Z then Enter on Windows) or Ctrl-C to stop.
+`
+
 // topHelp is "help" (the server's usage) or "help SUBCOMMAND".
 func topHelp(args []string, env Env) error {
-	if len(args) == 0 {
+	if len(args) == 0 || wantsHelp(args) {
 		server.PrintUsage(env.Stdout)
 		return nil
 	}
@@ -166,6 +173,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if len(rest) > 0 {
 		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
 	}
+	// The missing --db first: a warning about the empty path would bury it.
+	if err := cfg.RequireDB(); err != nil {
+		return err
+	}
 	log := newLogger(env, cfg.Verbose)
 	if w := server.PathWarning(cfg.DB); w != "" {
 		log.Warn(w)
@@ -195,6 +206,11 @@ func serve(ctx context.Context, args []string, env Env) error {
 	s, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err
+	}
+	if f, ok := env.Stdin.(*os.File); ok && worker.IsTerminal(f) {
+		// A person, not an MCP host, started it: without a word it
+		// would seem to hang.
+		fmt.Fprint(env.Stderr, byHand)
 	}
 	return s.Serve(ctx, env.Stdin, env.Stdout)
 }

@@ -49,13 +49,15 @@ order_items; 2024-2025) to PATH; refuses to overwrite a non-empty file.`,
 			about: `Runs one tool call through the real path (worker, policy, audit) and prints
 its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`,
 			flags: [][2]string{
-				{"--db PATH", "the database (created if missing, as the server does)"},
+				{"--db PATH", "the database (created if missing, as the server does, and said on stderr)"},
+				{"--must-exist", "refuse (exit 2) a --db that does not exist yet: a setup check"},
 				{"-v, --verbose", "debug logs on stderr"},
 				serverFlagsNote,
 			},
 			examples: []string{
 				`mcp-sqlite-memory call --db memory.db read_query '{"query":"SELECT count(*) FROM query_log"}'`,
 				`mcp-sqlite-memory call --db memory.db append_event '{"content":"switched to WAL","kind":"decision"}'`,
+				`mcp-sqlite-memory call --must-exist --db /home/me/.local/share/agent-memory/memory.db get_resume_context '{}'`,
 			},
 		}
 	},

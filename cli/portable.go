@@ -176,11 +176,43 @@ func verifyJSONL(path string, env Env) error {
 	}
 	v, err := memory.VerifyJSONL(r)
 	if err != nil {
-		return &exitError{status: exitUsage, msg: fmt.Sprintf("%s: %v", path, err)}
+		msg := fmt.Sprintf("%s: %v", path, err)
+		if path != "-" && isSQLite(path) {
+			msg += fmt.Sprintf("\n%s is a SQLite database, not an export. Try: mcp-sqlite-memory verify --db %s", path, path)
+		}
+		return &exitError{status: exitUsage, msg: msg}
 	}
 	fmt.Fprintln(env.Stdout, v.JSON())
 	if !v.OK {
 		return &exitError{status: exitFailed}
 	}
 	return nil
+}
+
+// isSQLite reports whether the file at path starts with SQLite's header.
+// Only verify's --jsonl path calls it, in a process with no connection to
+// that file.
+func isSQLite(path string) bool {
+	return fileStarts(path, func(head []byte) bool { return strings.HasPrefix(string(head), "SQLite format 3\x00") })
+}
+
+// looksLikeExport reports whether the file at path starts like an export
+// (a JSON object per line). Called by verify --db after SQLite refused the
+// file, with the connection closed.
+func looksLikeExport(path string) bool {
+	return fileStarts(path, func(head []byte) bool {
+		return strings.HasPrefix(strings.TrimSpace(string(head)), "{")
+	})
+}
+
+// fileStarts reports what test says of the first bytes of the file.
+func fileStarts(path string, test func([]byte) bool) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return test(head[:n])
 }

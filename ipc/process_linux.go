@@ -38,7 +38,9 @@ func killProcess(cmd *exec.Cmd, _ platformHandle) {
 // limitAddressSpace sets RLIMIT_AS of a worker the front started confined:
 // such a worker cannot read its own /proc entry to learn its baseline, so
 // the front, its parent, reads the worker's mapped size (VmSize) once it is
-// ready and sets the limit to that plus the budget, as the worker would.
+// ready and sets the limit to that plus the budget plus
+// [AddressSpaceMarginMB], as the worker would; the worker trims it to the
+// budget once its request is in.
 func limitAddressSpace(pid, memoryMB int) error {
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -50,7 +52,7 @@ func limitAddressSpace(pid, memoryMB int) error {
 			if err != nil {
 				return fmt.Errorf("parse VmSize %q: %w", rest, err)
 			}
-			limit := kb<<10 + uint64(memoryMB)<<20
+			limit := kb<<10 + uint64(memoryMB+AddressSpaceMarginMB)<<20
 			return unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: limit, Max: limit}, nil)
 		}
 	}

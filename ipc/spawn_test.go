@@ -32,6 +32,15 @@ func helperWorker(mode string) int {
 	switch mode {
 	case "noready":
 		// A worker that predates the ready byte, or a foreign one.
+	case "sleepy":
+		// Never answers (CheckWorker's bound).
+		time.Sleep(time.Hour)
+	case "oldworker":
+		// A worker of an older protocol, as CheckWorker sees it.
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
+		_ = WriteResponse(os.Stdout, &Response{Version: 1, Code: "INVALID_ARGUMENT", Message: "request has protocol version 9; this worker speaks versions 1 to 1"})
+		return 0
 	case "dieready":
 		// Dies after saying it is ready, while it waits as a standby.
 		env, _ := DecodeWorkerEnv(os.Getenv)

@@ -47,6 +47,17 @@ const (
 	// --sandbox off), SQLite's temporary folder as [sandbox.EnvTempDir].
 )
 
+// AddressSpaceMarginMB is added to a standby's address-space limit (Linux's
+// RLIMIT_AS) while it waits: the runtime goes on mapping after the worker
+// says it is ready (each thread a cgo build starts maps a stack and a 64 MiB
+// malloc arena; 137 MiB was seen under load), and that must not come out of
+// the statement's budget. The worker trims the limit to the budget, counted
+// from what it has mapped then, once its request is read.
+const AddressSpaceMarginMB = 512
+
+// envMallocArenas caps glibc's malloc arenas (see WorkerEnv.Env).
+const envMallocArenas = "MALLOC_ARENA_MAX"
+
 // ReadyByte is the one byte a worker started with EnvReady writes before
 // its response (ASCII ACK: no JSON document starts with it).
 const ReadyByte = 0x06
@@ -99,6 +110,13 @@ func (w WorkerEnv) Env(base []string) []string {
 	}
 	if w.MemoryMB > 0 {
 		env = append(env, EnvMemoryMB+"="+strconv.Itoa(w.MemoryMB))
+		// A worker linked with cgo (modernc.org/libc links package net)
+		// starts its threads with pthread_create, and glibc gives each
+		// thread that frees a malloc arena of its own: 64 MiB of address
+		// space out of the statement's budget (a thread started during a
+		// statement left it 127 of 200 MiB). The worker hardly uses C
+		// malloc; one arena is enough.
+		env = append(withoutVars(env, envMallocArenas), envMallocArenas+"=1")
 	}
 	if w.Warm {
 		env = append(env, EnvWarm+"=1")

@@ -38,7 +38,7 @@ func absPath(p string) string {
 // inherited: an inherited sandbox marker or allowance never survives.
 func TestWorkerEnvRoundTrip(t *testing.T) {
 	inherited := []string{"PATH=/bin", sandbox.EnvConfined + `={"no_new_privs":true}`, sandbox.EnvAllowance + "=stale",
-		sandbox.EnvTempDir + "=/elsewhere", EnvPreopen + "=/stale.db", EnvWarm + "=1"}
+		sandbox.EnvTempDir + "=/elsewhere", EnvPreopen + "=/stale.db", EnvWarm + "=1", "MALLOC_ARENA_MAX=8"}
 	tests := []struct {
 		name string
 		env  WorkerEnv
@@ -68,6 +68,11 @@ func TestWorkerEnvRoundTrip(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("decoded %+v\nwant    %+v\nfrom %q", got, want, env)
+			}
+			// A budget caps glibc's malloc arenas: each would take 64 MiB
+			// of the worker's address space.
+			if arenas := getenvOf(env)("MALLOC_ARENA_MAX"); (tt.env.MemoryMB > 0) != (arenas == "1") {
+				t.Errorf("MemoryMB %d with MALLOC_ARENA_MAX %q", tt.env.MemoryMB, arenas)
 			}
 			if env[0] != "PATH=/bin" {
 				t.Errorf("the inherited environment comes first: %q", env)

@@ -140,7 +140,7 @@ func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, er
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	db, abs, err := create(ctx, path, "audit", synchronousFull, log)
+	db, abs, _, err := create(ctx, path, "audit", synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}

@@ -417,7 +417,7 @@ func placeImport(tmp, path string) error {
 // temporary file Import made (switched to WAL, as Open makes a file).
 func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log hclog.Logger) (ImportStats, error) {
 	var st ImportStats
-	db, err := openDB(ctx, path, fresh, synchronousFull, log)
+	db, _, err := openDB(ctx, path, fresh, synchronousFull, log)
 	if err != nil {
 		return st, err
 	}

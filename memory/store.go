@@ -114,6 +114,8 @@ type Store struct {
 	indexedEvents, indexedCheckpoints int64
 	indexEvents, indexCheckpoints     *sql.Stmt  // indexSQL, prepared
 	bg                                background // the catch-up of a long backlog
+	// opened is what Open changed in a file that was there (Opened).
+	opened Opened
 	// verifiers keeps one idle chain verifier between calls (see Verify).
 	verifiers struct {
 		sync.Mutex
@@ -123,6 +125,35 @@ type Store struct {
 }
 
 var _ Auditor = (*Store)(nil)
+
+// Opened is what Open changed in the file: the schema objects it created
+// (tables, indexes, triggers, the full-text index) and whether it switched
+// the file to WAL. Both are empty for a memory database opened again.
+type Opened struct {
+	Added []string
+	WAL   bool
+}
+
+// Opened says what Open changed in the file.
+func (s *Store) Opened() Opened { return s.opened }
+
+// objectNames are the names in sqlite_master, sorted.
+func objectNames(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, rows.Err()
+}
 
 // Open opens the memory database at path for the server: it creates the
 // parent folder and the file if missing, refuses a file that is not SQLite
@@ -141,9 +172,14 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	db, abs, err := create(ctx, path, "database", syncLevel, log)
+	db, abs, switched, err := create(ctx, path, "database", syncLevel, log)
 	if err != nil {
 		return nil, err
+	}
+	before, err := objectNames(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: %s: %w", abs, err)
 	}
 	if err := checkColumns(ctx, db, TableEvents, TableCheckpoints, TableQueryLog); err != nil {
 		db.Close()
@@ -164,6 +200,14 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 		return nil, err
 	}
 	s.createIndex(ctx)
+	if after, err := objectNames(ctx, db); err == nil {
+		for _, name := range after {
+			if !slices.Contains(before, name) {
+				s.opened.Added = append(s.opened.Added, name)
+			}
+		}
+	}
+	s.opened.WAL = switched
 	// Rows other programs appended: indexed before Open returns when they
 	// are few, in the background when they are many (a big reference file
 	// on first start must not keep the server from answering).
@@ -186,7 +230,7 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	db, err := openDB(ctx, abs, false, synchronousFull, log)
+	db, _, err := openDB(ctx, abs, false, synchronousFull, log)
 	if err != nil {
 		return nil, err
 	}
@@ -238,26 +282,27 @@ const (
 
 // create opens the database at path, creating it and its folder (what
 // names the file in the folder's error: "database", "audit"), and returns
-// it with its absolute path.
-func create(ctx context.Context, path, what, syncLevel string, log hclog.Logger) (*sql.DB, string, error) {
+// it with its absolute path and whether it switched the file to WAL.
+func create(ctx context.Context, path, what, syncLevel string, log hclog.Logger) (*sql.DB, string, bool, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("memory: %w", err)
+		return nil, "", false, fmt.Errorf("memory: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, "", fmt.Errorf("memory: create %s folder: %w", what, err)
+		return nil, "", false, fmt.Errorf("memory: create %s folder: %w", what, err)
 	}
-	db, err := openDB(ctx, abs, true, syncLevel, log)
-	return db, abs, err
+	db, switched, err := openDB(ctx, abs, true, syncLevel, log)
+	return db, abs, switched, err
 }
 
 // openDB opens a pool on the file and checks that it is SQLite. With create
 // it also switches the file to WAL (persistent, so done once, not per
-// connection). syncLevel is the connections' PRAGMA synchronous.
-func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(abs, create, syncLevel))
+// connection), and says whether it did. syncLevel is the connections'
+// PRAGMA synchronous.
+func openDB(ctx context.Context, abs string, create bool, syncLevel string, log hclog.Logger) (db *sql.DB, switched bool, err error) {
+	db, err = sql.Open("sqlite", dsn(abs, create, syncLevel))
 	if err != nil {
-		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
+		return nil, false, fmt.Errorf("memory: open %s: %w", abs, err)
 	}
 	// A few connections: one writer at a time (writeMu) plus readers for
 	// verify and resume context, which WAL lets run beside the writer.
@@ -270,17 +315,17 @@ func openDB(ctx context.Context, abs string, create bool, syncLevel string, log 
 	if err := db.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
 		db.Close()
 		if sqliteCode(err) == sqlite3.SQLITE_NOTADB {
-			return nil, fmt.Errorf("memory: %s: %w", abs, ErrNotDatabase)
+			return nil, false, fmt.Errorf("memory: %s: %w", abs, ErrNotDatabase)
 		}
-		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
+		return nil, false, fmt.Errorf("memory: open %s: %w", abs, err)
 	}
 	if !create {
-		return db, nil
+		return db, false, nil
 	}
 	var mode string
 	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("memory: read journal mode of %s: %w", abs, err)
+		return nil, false, fmt.Errorf("memory: read journal mode of %s: %w", abs, err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		// Needs a moment without other connections; when another program
@@ -291,9 +336,10 @@ func openDB(ctx context.Context, abs string, create bool, syncLevel string, log 
 			log.Warn("database is not in WAL mode; continuing", "path", abs, "mode", mode)
 		} else {
 			log.Debug("database switched to WAL", "path", abs)
+			switched = true
 		}
 	}
-	return db, nil
+	return db, switched, nil
 }
 
 // dsn builds a file: URI (so any path character is escaped) with the

@@ -121,14 +121,22 @@ func (a args) strs(name string) ([]string, error) {
 	return out, nil
 }
 
-// list returns a list argument given as an array of strings, or as one
+// list returns a list of names, the one form every such argument takes
+// (exclude_kinds, search_text's columns): an array of strings, or one
 // string of comma-separated items (the reference server's form, e.g.
 // "prompt,compaction"); nil when absent or null. Items of the string form
-// are split at commas; the caller strips items and drops empty ones, so
-// "" is an empty list. Array items are taken whole.
+// are split at commas, stripped of spaces, and empty ones dropped, so ""
+// is an empty list. Array items are taken whole (a column name may hold a
+// comma or a space).
 func (a args) list(name string) ([]string, error) {
 	if s, ok := a.m[name].(string); ok {
-		return strings.Split(s, ","), nil
+		var items []string
+		for _, item := range strings.Split(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		return items, nil
 	}
 	if v := a.m[name]; v != nil {
 		if _, ok := v.([]any); !ok {

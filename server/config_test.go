@@ -179,9 +179,10 @@ func TestArgsList(t *testing.T) {
 		{"absent", nil, nil, ""},
 		{"array", []any{"prompt", "a,b"}, []string{"prompt", "a,b"}, ""},
 		{"empty array", []any{}, []string{}, ""},
-		{"comma-separated", "prompt, compaction,,session-end", []string{"prompt", " compaction", "", "session-end"}, ""},
+		{"comma-separated, stripped, empty items dropped", " prompt, compaction,,session-end ", []string{"prompt", "compaction", "session-end"}, ""},
 		{"one item", "note", []string{"note"}, ""},
-		{"empty string", "", []string{""}, ""},
+		{"empty string", "", []string{}, ""},
+		{"only commas and spaces", " , ,", []string{}, ""},
 		{"number", 3.0, nil, "exclude_kinds must be an array of strings or one comma-separated string, got a number"},
 		{"array of numbers", []any{"a", 1.0}, nil, "exclude_kinds must be an array of strings; found a number"},
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
 // heldPOSIX reports whether this process holds a POSIX lock on path's
@@ -40,7 +43,14 @@ func heldPOSIX(t *testing.T, path string) bool {
 
 func newTestServer(t *testing.T, db string) *Server {
 	t.Helper()
-	cfg, _, err := ParseConfig([]string{"--db", db, "--standby-workers", "0", "--worker", "/bin/false"}, func(string) string { return "" }, io.Discard)
+	// A worker that answers the start-up handshake and nothing else: these
+	// tests run no statement.
+	worker := filepath.Join(t.TempDir(), "handshake-only")
+	script := fmt.Sprintf("#!/bin/sh\nprintf '\\006{\"v\":%d,\"ok\":false,\"message\":\"this worker speaks versions %d to %d\"}\\n'\n", ipc.Version, ipc.MinVersion, ipc.Version)
+	if err := os.WriteFile(worker, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := ParseConfig([]string{"--db", db, "--standby-workers", "0", "--worker", worker}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,7 @@ const (
 	text     kind = iota // a string
 	integer              // a whole number within [min, max]
 	boolean              // true or false
-	strList              // an array of strings
-	textList             // an array of strings, or one comma-separated string
+	textList             // a list of names: an array of strings, or one comma-separated string
 )
 
 // param declares one tool argument. The tool's input schema (tools/list)
@@ -90,8 +89,6 @@ func (p param) schema() mcp.ToolOption {
 		o = append(o, mcp.Min(p.min), mcp.Max(p.max), mcp.DefaultNumber(p.def.(int)))
 	case boolean:
 		o = append(o, mcp.DefaultBool(p.def.(bool)))
-	case strList:
-		o = append(o, mcp.WithStringItems())
 	case textList:
 		o = append(o, stringOrStrings())
 		if p.def != nil {
@@ -107,8 +104,6 @@ func (p param) schema() mcp.ToolOption {
 		return mcp.WithInteger(p.name, o...)
 	case boolean:
 		return mcp.WithBoolean(p.name, o...)
-	case strList:
-		return mcp.WithArray(p.name, o...)
 	case textList:
 		return mcp.WithAny(p.name, o...)
 	}
@@ -117,7 +112,7 @@ func (p param) schema() mcp.ToolOption {
 
 // stringOrStrings lets a property be an array of strings or one string,
 // so that hosts validating arguments against the schema accept both forms
-// of a list (get_resume_context's exclude_kinds).
+// of a list (exclude_kinds, search_text's columns).
 func stringOrStrings() mcp.PropertyOption {
 	return func(schema map[string]any) {
 		schema["anyOf"] = []any{
@@ -132,6 +127,13 @@ func stringOrStrings() mcp.PropertyOption {
 // and null, "default": null), which hosts know.
 func orNull() mcp.PropertyOption {
 	return func(schema map[string]any) {
+		if alts, ok := schema["anyOf"].([]any); ok {
+			// Already a choice (a list: an array or one string): null is
+			// one more.
+			schema["anyOf"] = append(alts, map[string]any{"type": "null"})
+			schema["default"] = nil
+			return
+		}
 		value := map[string]any{}
 		for _, k := range []string{"type", "items", "pattern", "enum", "minLength"} {
 			if v, ok := schema[k]; ok {
@@ -184,8 +186,6 @@ func (p param) parse(a args) (any, error) {
 		return a.int(p.name, p.def.(int), p.min, p.max, p.hint)
 	case boolean:
 		return a.bool(p.name, p.def.(bool))
-	case strList:
-		return a.strs(p.name)
 	case textList:
 		return a.list(p.name)
 	}

@@ -47,14 +47,12 @@ func TestParamSchema(t *testing.T) {
 			`{"default":5,"description":"d","maximum":9,"minimum":1,"type":"integer"}`, false},
 		{"boolean default", param{name: "b", kind: boolean, def: true, desc: "d"},
 			`{"default":true,"description":"d","type":"boolean"}`, false},
-		{"array of strings", param{name: "l", kind: strList, desc: "d"},
-			`{"description":"d","items":{"type":"string"},"type":"array"}`, false},
 		{"string or strings", param{name: "l", kind: textList, def: "", desc: "d"},
 			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"string"}],"default":"","description":"d"}`, false},
 		{"nullable text", param{name: "q", kind: text, nullable: true, desc: "d"},
 			`{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"description":"d"}`, false},
-		{"nullable array of strings", param{name: "l", kind: strList, nullable: true, desc: "d"},
-			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"null"}],"default":null,"description":"d"}`, false},
+		{"nullable array of strings", param{name: "l", kind: textList, nullable: true, desc: "d"},
+			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"string"},{"type":"null"}],"default":null,"description":"d"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +79,7 @@ func TestParamParse(t *testing.T) {
 		{name: "reason", kind: text, missing: "reason is required: say why"},
 		{name: "pattern", kind: text, blankOK: true},
 		{name: "on", kind: boolean, def: true},
-		{name: "cols", kind: strList},
+		{name: "cols", kind: textList},
 		{name: "kinds", kind: textList, def: ""},
 	}
 	ps[4].required = true
@@ -113,7 +111,9 @@ func TestParamParse(t *testing.T) {
 		{"blankOK: absent is missing", map[string]any{"pattern": unset{}}, "INVALID_ARGUMENT: pattern is required: pass one"},
 		{"blankOK: wrong type keeps its message", map[string]any{"pattern": 2.0}, "INVALID_ARGUMENT: pattern must be a string, got a number"},
 		{"boolean type", map[string]any{"on": "yes"}, "INVALID_ARGUMENT: on must be true or false, got a string"},
-		{"array type", map[string]any{"cols": "a"}, "INVALID_ARGUMENT: cols must be an array of strings, got a string"},
+		{"a list as a string", map[string]any{"cols": " a, b ,,", "kinds": "x"}, `[SELECT 1 3 csv v why   true [a b] [x]]`},
+		{"a list as an array", map[string]any{"cols": []any{"a, b", " c"}, "kinds": []any{"x"}}, `[SELECT 1 3 csv v why   true [a, b  c] [x]]`},
+		{"array item type", map[string]any{"cols": []any{"a", 1.0}}, "INVALID_ARGUMENT: cols must be an array of strings; found a number"},
 		{"list type", map[string]any{"kinds": 1.0}, "INVALID_ARGUMENT: kinds must be an array of strings or one comma-separated string, got a number"},
 		{"first refusal wins, in declared order", map[string]any{"limit": 0.0, "query": unset{}}, "INVALID_ARGUMENT: query is required: pass it as a string"},
 	}
@@ -265,10 +265,10 @@ func TestUndeclaredDefault(t *testing.T) {
 	}{
 		{"required needs none", param{name: "a", kind: text, required: true}, true, false},
 		{"optional text without a default", param{name: "a", kind: text}, false, true},
-		{"optional list without a default", param{name: "a", kind: strList}, false, true},
+		{"optional list without a default", param{name: "a", kind: textList}, false, true},
 		{"text default", param{name: "a", kind: text, def: ""}, false, false},
 		{"nullable", param{name: "a", kind: text, nullable: true}, false, false},
-		{"nullable list", param{name: "a", kind: strList, nullable: true}, false, false},
+		{"nullable list", param{name: "a", kind: textList, nullable: true}, false, false},
 		{"integer", param{name: "a", kind: integer, def: 0}, false, false},
 	}
 	for _, tt := range tests {

@@ -75,7 +75,14 @@ type Server struct {
 	// cantAskOnce logs once that the client cannot ask the person.
 	confirms    pendingConfirms
 	cantAskOnce sync.Once
+
+	// created says what this start created at --db ("" if it was there).
+	created string
 }
+
+// Created says what this start created at --db: "created a new memory
+// database at PATH (and its folder DIR)", or "" when the file was there.
+func (s *Server) Created() string { return s.created }
 
 // New opens (and in the memory profile bootstraps) the database, starts the
 // worker spawner and registers the tools of the configured profile.
@@ -109,6 +116,17 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		}
 		return nil, err
 	}
+	// Also before anything is created: a worker that cannot serve would
+	// leave a new file behind a server that never served.
+	workerPath, workerArgs, err := workerCommand(cfg.Worker, log)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := checkWorker(ctx, cfg.Worker, workerPath, workerArgs); err != nil {
+		s.Close()
+		return nil, err
+	}
 
 	if cfg.Profile == ProfileReadonly {
 		// Opens the --audit-db file only; this process never connects to
@@ -124,6 +142,7 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	if !memoryProfile {
 		alone = nil // the readonly profile writes no snapshots
 	}
+	before := surveyPath(abs)
 	s.hold, err = takeHold(abs, memoryProfile, alone)
 	if err != nil {
 		s.Close()
@@ -143,6 +162,12 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		}
 		s.store, s.auditor = store, store
 		s.closers = append(s.closers, store)
+		if msg := before.changed(store.Opened()); msg != "" {
+			log.Warn(msg)
+		}
+		if s.created = before.created(); s.created != "" {
+			log.Info(s.created)
+		}
 	}
 	// After the database is open (and created), so that Litestream finds it
 	// in WAL mode; closed after the store and the hold, so that its final
@@ -162,11 +187,6 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 		log.Info("--rg is accepted for compatibility and ignored: search_text matches with Go's RE2 engine inside the worker", "rg", cfg.RG)
 	}
 
-	workerPath, workerArgs, err := workerCommand(cfg.Worker, log)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
 	s.spawner, err = ipc.NewSpawner(ipc.Config{
 		Path: workerPath, Args: workerArgs, Worker: s.workerEnv(),
 		MaxWorkers: cfg.MaxWorkers, Standby: cfg.StandbyWorkers,
@@ -216,7 +236,7 @@ func workerCommand(path string, log hclog.Logger) (string, []string, error) {
 		log.Info("workers run", "worker", lean, "from", "beside the server")
 		return lean, nil, nil
 	}
-	log.Info("workers run", "worker", self+" worker", "from", "this binary (no "+name+" beside it; install it there for faster workers: go install ./cmd/...)")
+	log.Info("workers run", "worker", self+" worker", "from", "this binary (no "+name+" beside it; install it there for faster workers: go install ./cmd/mcp-sqlite-memory-worker)")
 	return self, []string{"worker"}, nil
 }
 

@@ -210,7 +210,7 @@ func (s *Server) searchTextParams() params {
 		{name: "pattern", kind: text, required: true, blankOK: true, desc: "regular expression (RE2), or literal text with fixed_strings=true",
 			missing: "pattern is required: pass a regular expression, or literal text with fixed_strings=true"},
 		{name: "table", kind: text, required: true, desc: "table or view to search"},
-		{name: "columns", kind: strList, nullable: true, desc: "columns to search (default: the text columns)"},
+		{name: "columns", kind: textList, nullable: true, desc: "columns to search (default: the text columns): an array, or one comma-separated string such as \"title,body\""},
 		{name: "where", kind: text, nullable: true, desc: "SQL condition that narrows the candidate rows, e.g. kind = 'note'"},
 		{name: "key_column", kind: text, nullable: true, desc: "column that identifies a row in the output (default rowid; required for views)"},
 		{name: "limit", kind: integer, min: 1, max: s.cfg.MaxRows, def: s.searchLimit(), desc: "matching values to return"},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -201,5 +202,168 @@ func TestSubcommandHelp(t *testing.T) {
 				t.Fatalf("%v: %s", err, out)
 			}
 		})
+	}
+}
+
+// TestNewcomerMessages: what a person trying the binary by hand meets
+// (issue 31), each message over the real binary: what it says, what it
+// must not say, and what it leaves on disk. The rows run in order: some
+// use what an earlier one made.
+func TestNewcomerMessages(t *testing.T) {
+	t.Parallel()
+	dir := testDir(t)
+	memoryDB := filepath.Join(dir, "memory.db")
+	shop := filepath.Join(dir, "shop.db")
+	export := filepath.Join(dir, "export.jsonl")
+	if err := os.WriteFile(export, []byte(`{"v":1,"type":"header"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "typo", "memroy.db")
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		code    int
+		want    []string // each in stdout+stderr
+		notWant []string
+		absent  string // a path that must not exist afterwards
+		present string // a path that must exist afterwards
+	}{
+		{name: "no arguments", args: nil, code: 2,
+			want: []string{"no database given"}, notWant: []string{"is relative"}},
+		{name: "help --help", args: []string{"help", "--help"}, code: 0, want: []string{"Usage:"}},
+		{name: "sample-db", args: []string{"sample-db", shop}, code: 0, present: shop},
+		{name: "sample-db on an existing file", args: []string{"sample-db", shop}, code: 1,
+			want: []string{"not empty", "Try: mcp-sqlite-memory sample-db ./shop2.db", "--profile readonly --db " + shop}},
+		{name: "call creates a database and says so", args: []string{"call", "--db", memoryDB, "get_resume_context", "{}"}, code: 0,
+			want: []string{"created a new memory database at " + memoryDB, "--must-exist"}, notWant: []string{"and its folder"}},
+		{name: "call on it again says nothing of it", args: []string{"call", "--db", memoryDB, "get_resume_context", "{}"}, code: 0,
+			notWant: []string{"created", "mcp-sqlite-memory:"}},
+		{name: "call --must-exist on a mistyped path", args: []string{"call", "--must-exist", "--db", missing, "get_resume_context", "{}"}, code: 2,
+			want: []string{"no database at " + missing + " (--must-exist)", "ls " + filepath.Dir(missing)}, absent: filepath.Dir(missing)},
+		{name: "call --must-exist on a database", args: []string{"call", "--must-exist", "--db", memoryDB, "get_resume_context", "{}"}, code: 0,
+			want: []string{"chain ok"}},
+		{name: "call makes a folder and says so", args: []string{"call", "--db", filepath.Join("new", "sub", "m.db"), "verify_chain", "{}"}, code: 0,
+			want: []string{"created a new memory database at " + filepath.Join(dir, "new", "sub", "m.db"), "(and its folder " + filepath.Join(dir, "new", "sub") + ")", `--db "` + filepath.Join("new", "sub", "m.db") + `" is relative`}},
+		{name: "call with a literal tilde", args: []string{"call", "--db", "~/x.db", "verify_chain", "{}"}, code: 0,
+			want: []string{`--db "~/x.db" starts with a literal "~"`, "created a new memory database at " + filepath.Join(dir, "~", "x.db")}},
+		{name: "call on another program's SQLite file", args: []string{"call", "--db", shop, "list_tables", "{}"}, code: 0,
+			want: []string{shop + " was an existing SQLite database without the server's tables", "memory_events", "switched it to WAL", "--profile readonly"}},
+		{name: "and the next call on it says nothing", args: []string{"call", "--db", shop, "list_tables", "{}"}, code: 0,
+			notWant: []string{"without the server's tables"}},
+		{name: "call with flags after the tool name", args: []string{"call", "read_query", `{"query":"SELECT 1"}`, "--db", memoryDB}, code: 2,
+			want:    []string{"flags go before the tool name", `Try: mcp-sqlite-memory call --db ` + memoryDB + ` read_query '{"query":"SELECT 1"}'`},
+			notWant: []string{"call takes a tool name"}},
+		{name: "call search", args: []string{"call", "--db", memoryDB, "search", `{"pattern":"x"}`}, code: 2,
+			want: []string{`no tool named "search"`, "Did you mean search_text?"}},
+		{name: "call with a JSON string", args: []string{"call", "--db", memoryDB, "read_query", `"SELECT 1"`}, code: 2,
+			want: []string{"the arguments must be a JSON object of named arguments, got a string"}, notWant: []string{"cannot unmarshal", "interface {}"}},
+		{name: "call with bad JSON", args: []string{"call", "--db", memoryDB, "read_query", `{query: 1}`}, code: 2,
+			want: []string{"the arguments must be a JSON object", "is not valid JSON"}},
+		{name: "verify --db an export", args: []string{"verify", "--db", export}, code: 2,
+			want: []string{"not a SQLite database", "Try: mcp-sqlite-memory verify --jsonl " + export}},
+		{name: "verify --jsonl a database", args: []string{"verify", "--jsonl", memoryDB}, code: 2,
+			want: []string{"is a SQLite database, not an export", "Try: mcp-sqlite-memory verify --db " + memoryDB}},
+		{name: "--worker that does not exist", args: []string{"call", "--db", filepath.Join(dir, "w.db"), "--worker", filepath.Join(dir, "nope"), "verify_chain", "{}"}, code: 2,
+			want:   []string{"--worker " + filepath.Join(dir, "nope") + " (from --worker or MCP_SQLITE_WORKER) cannot run statements: no such file", "Try: --worker "},
+			absent: filepath.Join(dir, "w.db")},
+		{name: "MCP_SQLITE_WORKER that is not a worker", args: []string{"--db", memoryDB}, env: []string{"MCP_SQLITE_WORKER=" + catPath(t)}, code: 2,
+			want: []string{"cannot run statements: it is not mcp-sqlite-memory-worker", "MCP_SQLITE_WORKER"}, notWant: []string{"serving"}},
+		{name: "--worker that is not executable", args: []string{"call", "--db", memoryDB, "--worker", export, "verify_chain", "{}"}, code: 2,
+			want: []string{"cannot run statements: it is not executable"}},
+	}
+	for _, tt := range tests {
+		if runtime.GOOS == "windows" && strings.Contains(tt.name, "not executable") {
+			continue // Windows has no execute bit: the file fails the handshake instead
+		}
+		cmd := exec.Command(serverBin, tt.args...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "MCP_SQLITE_DB=", "DATABASE_PATH=", "MCP_SQLITE_WORKER="), tt.env...)
+		out, err := cmd.CombinedOutput()
+		text := string(out)
+		if code := exitCode(err); code != tt.code {
+			t.Errorf("%s: exit %d, want %d:\n%s", tt.name, code, tt.code, bounded(text))
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tt.name, w, bounded(text))
+			}
+		}
+		for _, w := range tt.notWant {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: output has %q:\n%s", tt.name, w, bounded(text))
+			}
+		}
+		if _, err := os.Stat(tt.absent); tt.absent != "" && err == nil {
+			t.Errorf("%s: %s was created", tt.name, tt.absent)
+		}
+		if _, err := os.Stat(tt.present); tt.present != "" && err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
+
+// catPath is a program that is not a worker: it echoes the handshake.
+func catPath(t *testing.T) string {
+	if runtime.GOOS == "windows" {
+		return serverBin // the server itself answers no worker handshake
+	}
+	p, err := exec.LookPath("cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStartedByHandSaysSo: a server whose stdin is a terminal (util-linux's
+// script gives it one) says once that it expects an MCP host, and how to
+// try it instead; piped (a host), it says nothing of the kind.
+func TestStartedByHandSaysSo(t *testing.T) {
+	t.Parallel()
+	script, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs util-linux's script (Linux) for a terminal")
+	}
+	db := filepath.Join(testDir(t), "m.db")
+	cmd := exec.Command(script, "-qec", serverBin+" --db "+db, os.DevNull)
+	cmd.Stdin = strings.NewReader("\x04")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("by hand: %v\n%s", err, bounded(string(out)))
+	}
+	for _, w := range []string{"it expects an MCP host", "mcp-sqlite-memory demo", "mcp-sqlite-memory call --db PATH"} {
+		if strings.Count(string(out), w) != 1 {
+			t.Errorf("by hand: %q not said once:\n%s", w, bounded(string(out)))
+		}
+	}
+	piped, err := exec.Command(serverBin, "--db", db).CombinedOutput()
+	if err != nil || strings.Contains(string(piped), "expects an MCP host") {
+		t.Errorf("piped: %v\n%s", err, bounded(string(piped)))
+	}
+}
+
+// TestListArgumentsBothForms: every argument that takes a list of names
+// takes an array or one comma-separated string, the same way.
+func TestListArgumentsBothForms(t *testing.T) {
+	t.Parallel()
+	s := start(t, newDB(t))
+	s.ok("write_query", q("CREATE TABLE notes (title TEXT, body TEXT, tag TEXT)"))
+	s.ok("write_query", q("INSERT INTO notes VALUES ('cookie', 'the login cookie', 'x'), ('other', 'nothing', 'cookie')"))
+	array := s.ok("search_text", map[string]any{"pattern": "cookie", "table": "notes", "columns": []any{"title", "body"}})
+	for _, columns := range []string{"title,body", " title , body ", "body,title"} {
+		got := s.ok("search_text", map[string]any{"pattern": "cookie", "table": "notes", "columns": columns})
+		if columns != "body,title" && got != array {
+			t.Errorf("columns %q:\n%s\nwant (as an array):\n%s", columns, got, array)
+		}
+		if strings.Contains(got, ",tag,") {
+			t.Errorf("columns %q searched tag:\n%s", columns, got)
+		}
+	}
+	s.ok("append_event", map[string]any{"kind": "prompt", "content": "p"})
+	s.ok("append_event", map[string]any{"kind": "decision", "content": "d"})
+	for _, kinds := range []any{"prompt", []any{"prompt"}, "prompt, compaction"} {
+		if got := s.ok("get_resume_context", map[string]any{"exclude_kinds": kinds}); strings.Contains(got, ",prompt,") || !strings.Contains(got, "decision") {
+			t.Errorf("exclude_kinds %v:\n%s", kinds, got)
+		}
 	}
 }

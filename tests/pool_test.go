@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -199,17 +200,21 @@ func TestStreamRefillsThePoolAtOnce(t *testing.T) {
 }
 
 // TestStandbyConfinedAndLimitedWhileWaiting: a standby worker has its
-// sandbox and its limits before any request reaches it.
+// sandbox and its limits before any request reaches it, and the statement
+// it then runs has the whole --worker-memory-mb of address space, however
+// much the standby mapped while it waited (under load, the runtime's new
+// threads).
 func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads Landlock's and rlimit's marks in /proc; on Windows TestStandbyInAJobWhileWaiting checks the Job Object")
 	}
 	t.Parallel()
 	db := newDB(t)
-	s, _ := startLogged(t, serverBin, db, "--worker-memory-mb", "200")
+	s, _ := startLogged(t, serverBin, db, "--worker-memory-mb", "200", "--query-timeout", "4")
 	server := serverOf(serverBin, db)
 	var workers []int
 	mustWaitFor(t, "4 standbys", func() bool { workers = workersOfServer(server); return len(workers) == 4 })
+	waiting := map[int]uint64{} // each standby's RLIMIT_AS while it waits
 	for _, pid := range workers {
 		// Ready means limited: poll until this one is.
 		mustWaitFor(t, "the standby's limits", func() bool {
@@ -225,22 +230,58 @@ func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
 				t.Errorf("standby %d: no %q in\n%s", pid, want, limits)
 			}
 		}
-		// The address-space limit is what was mapped when it got ready plus
-		// the budget.
-		var as uint64
-		for _, line := range strings.Split(string(limits), "\n") {
-			if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
-				as, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+		// While it waits, the budget plus the margin for what the runtime
+		// maps after it is ready.
+		as, vm := addressSpace(pid)
+		waiting[pid] = as
+		if headroom := int64(as) - int64(vm); headroom > (200+ipc.AddressSpaceMarginMB)<<20 {
+			t.Errorf("standby %d: RLIMIT_AS %d with VmSize %d leaves %d MiB, want at most %d", pid, as, vm, headroom>>20, 200+ipc.AddressSpaceMarginMB)
+		}
+	}
+	// The statement's worker: a standby whose limit was settled.
+	done := make(chan string, 1)
+	go func() {
+		text, _ := s.call("read_query", q(runaway))
+		done <- text
+	}()
+	var pid int
+	var as, vm uint64
+	mustWaitFor(t, "a standby running the statement with its limit settled", func() bool {
+		for p, before := range waiting {
+			if a, v := addressSpace(p); a != 0 && a != before {
+				pid, as, vm = p, a, v
+				return true
 			}
 		}
-		vm, _ := strconv.ParseUint(strings.TrimSuffix(procStatus(pid, "VmSize"), " kB"), 10, 64)
-		if headroom := int64(as) - int64(vm<<10); headroom < 150<<20 || headroom > 200<<20 {
-			t.Errorf("standby %d: RLIMIT_AS %d with VmSize %d kB leaves %d MiB, want about 200", pid, as, vm, headroom>>20)
-		}
+		return false
+	})
+	// What the statement has: the budget, less what it used so far (a
+	// counting loop: little; a thread the runtime starts: 8 MiB).
+	if headroom := int64(as) - int64(vm); headroom < 150<<20 || headroom > 200<<20 {
+		t.Errorf("worker %d running the statement: RLIMIT_AS %d with VmSize %d leaves %d MiB, want about 200", pid, as, vm, headroom>>20)
+	}
+	if text := <-done; !strings.HasPrefix(text, "TIMEOUT") {
+		t.Errorf("runaway read: %q", text)
 	}
 	if got := s.ok("read_query", q("SELECT 1 AS one")); got != "one\n1\n# 1 rows" {
 		t.Fatalf("call: %q", got)
 	}
+}
+
+// addressSpace is a process's RLIMIT_AS and its mapped size (VmSize), in
+// bytes; 0, 0 once it is gone.
+func addressSpace(pid int) (limit, mapped uint64) {
+	limits, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "limits"))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(limits), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
+			limit, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+		}
+	}
+	kb, _ := strconv.ParseUint(strings.TrimSuffix(procStatus(pid, "VmSize"), " kB"), 10, 64)
+	return limit, kb << 10
 }
 
 // TestStandbyKilledIsReplaced: a standby that dies while it waits is

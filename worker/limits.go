@@ -66,6 +66,13 @@ func applyLimits(req *ipc.Request, frontPID int, log hclog.Logger) error {
 			return fail(err)
 		}
 	}
+	if mb := req.Limits.MemoryMB; mb > 0 {
+		// Last, so that the statement gets its budget from what is
+		// mapped now.
+		if err := settleOSMemoryLimit(mb, log); err != nil {
+			return fail(err)
+		}
+	}
 	if err := applyFileLimit(req, log); err != nil {
 		return fail(err)
 	}

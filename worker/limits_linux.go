@@ -45,13 +45,15 @@ func applyProcessLimits(frontPID int, _ hclog.Logger) error {
 // applyOSMemoryLimit sets RLIMIT_AS. The Go runtime reserves about 1 GiB
 // of PROT_NONE address space at start, which RLIMIT_AS counts although it
 // holds no memory. The limit is therefore what is mapped the first time it
-// is set plus the budget: the statement can make the worker grow by at most
-// mb. A later, smaller budget lowers it from the same base.
+// is set plus the budget plus [ipc.AddressSpaceMarginMB]: the runtime goes
+// on mapping (thread stacks, malloc arenas) after that, by an amount that
+// depends on the machine's load. [settleOSMemoryLimit] then trims it, once
+// the request is in, to exactly mb MiB past what is mapped then.
 //
 // A worker the front started confined cannot read /proc/self: the front
 // sets its limit, the same way, once the worker says it is ready and before
 // it sends the request. Such a worker only checks, with the request, that
-// the limit is there, and lowers it for a smaller budget.
+// the limit is there.
 func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
 	if sandboxState.Report.Launched {
 		var cur unix.Rlimit
@@ -63,8 +65,6 @@ func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
 			return nil // the standby phase: the front sets it next
 		case cur.Cur == unix.RLIM_INFINITY:
 			return errors.New("the server did not set this worker's address-space limit")
-		case mb < limited.memoryMB:
-			return setLimit(unix.RLIMIT_AS, cur.Cur-uint64(limited.memoryMB-mb)<<20)
 		}
 		return nil
 	}
@@ -75,7 +75,67 @@ func applyOSMemoryLimit(mb int, _ hclog.Logger) error {
 		}
 		asBase = base
 	}
-	return setLimit(unix.RLIMIT_AS, asBase+uint64(mb)<<20)
+	return setLimit(unix.RLIMIT_AS, asBase+uint64(mb+ipc.AddressSpaceMarginMB)<<20)
+}
+
+// settleOSMemoryLimit lowers RLIMIT_AS, right before the statement runs, so
+// that exactly mb MiB of address space are left: what the worker mapped
+// since the limit was set (under load, new threads) comes out of the
+// margin, not out of the budget. The room left is measured, not read from
+// /proc (a confined worker cannot), by the largest PROT_NONE reservation
+// the kernel grants. When less than mb is left (more growth than the
+// margin), the limit stays and the log says how much the statement has.
+func settleOSMemoryLimit(mb int, log hclog.Logger) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
+		return err
+	}
+	if cur.Cur == unix.RLIM_INFINITY {
+		return nil
+	}
+	free := addressSpaceFree(cur.Cur)
+	want := uint64(mb) << 20
+	if free < want {
+		log.Warn("the statement has less address space than its memory budget: the worker mapped more than the margin while it waited",
+			"memory_mb", mb, "free_mb", free>>20, "margin_mb", ipc.AddressSpaceMarginMB)
+		return nil
+	}
+	limit := cur.Cur - (free - want)
+	if err := setLimit(unix.RLIMIT_AS, limit); err != nil {
+		return err
+	}
+	log.Debug("address-space limit settled", "memory_mb", mb, "trimmed_mb", (free-want)>>20, "rlimit_as", limit)
+	return nil
+}
+
+// addressSpaceFree is how many bytes this process may still map under an
+// RLIMIT_AS of limit: a binary search, in pages, for the largest
+// reservation that succeeds. A reservation is PROT_NONE and NORESERVE (it
+// costs no memory) and unmapped at once; raw system calls keep the
+// scheduler from starting a thread (which would map) in the middle.
+func addressSpaceFree(limit uint64) uint64 {
+	page := uint64(unix.Getpagesize())
+	lo, hi := uint64(0), limit/page // lo pages fit; more than hi cannot
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if canReserve(mid * page) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo * page
+}
+
+// canReserve reports whether n bytes of address space can be mapped now.
+func canReserve(n uint64) bool {
+	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, uintptr(n), unix.PROT_NONE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE, ^uintptr(0), 0)
+	if e != 0 {
+		return false
+	}
+	_, _, _ = unix.RawSyscall(unix.SYS_MUNMAP, addr, uintptr(n), 0)
+	return true
 }
 
 // applyFileLimit sets RLIMIT_FSIZE from the database's size now.

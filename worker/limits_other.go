@@ -23,6 +23,8 @@ func applyProcessLimits(_ int, log hclog.Logger) error {
 
 func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
 
+func settleOSMemoryLimit(int, hclog.Logger) error { return nil }
+
 func applyFileLimit(*ipc.Request, hclog.Logger) error { return nil }
 
 // pastFileLimit: this platform sets no file-size limit.

@@ -14,6 +14,8 @@ func applyProcessLimits(int, hclog.Logger) error { return nil }
 
 func applyOSMemoryLimit(int, hclog.Logger) error { return nil }
 
+func settleOSMemoryLimit(int, hclog.Logger) error { return nil }
+
 func applyFileLimit(*ipc.Request, hclog.Logger) error { return nil }
 
 // pastFileLimit: this platform sets no file-size limit.

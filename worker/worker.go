@@ -116,6 +116,10 @@ func Args(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// IsTerminal reports whether f is a terminal (a console on Windows): the
+// server's front uses it to greet a person who started it by hand.
+func IsTerminal(f *os.File) bool { return terminal(f) }
+
 // isTerminal reports whether r is a terminal (see terminal for each OS).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
