@@ -70,6 +70,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, importCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
+		case "token":
+			return report(env, tokenCmd(ctx, args[1:], env))
 		case "version":
 			if len(args) > 1 {
 				return report(env, &server.UsageError{Msg: fmt.Sprintf("version takes no arguments, got %q\nTry: mcp-sqlite-memory version", args[1])})

@@ -410,6 +410,7 @@ Usage:
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
+  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (also list, revoke NAME)
   mcp-sqlite-memory version                      print the version (also --version)
   mcp-sqlite-memory help SUBCOMMAND              a subcommand's flags and examples (also SUBCOMMAND --help)
 
