@@ -192,6 +192,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if cfg.HTTP != "" {
+		return serveHTTP(ctx, cfg, log)
+	}
 	s, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err

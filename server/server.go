@@ -75,6 +75,9 @@ type Server struct {
 	// cantAskOnce logs once that the client cannot ask the person.
 	confirms    pendingConfirms
 	cantAskOnce sync.Once
+
+	// agentSlots bound each HTTP agent's calls in flight (agents.go).
+	agentSlots agentSlots
 }
 
 // New opens (and in the memory profile bootstraps) the database, starts the
@@ -294,6 +297,8 @@ type call struct {
 	// roundTrip is a 2026-07-28 client's answer to a question this server
 	// asked (confirm.go); empty otherwise.
 	roundTrip mcp.MultiRoundTripParams
+	// agent is the HTTP agent making the call ("" over stdio).
+	agent string
 }
 
 func (c *call) setQuery(q string) { c.query = sql.NullString{String: q, Valid: true} }
@@ -324,7 +329,10 @@ const (
 func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolHandlerFunc {
 	return func(reqCtx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		c := &call{detail: map[string]any{}}
+		c := &call{detail: map[string]any{}, agent: AgentFrom(reqCtx)}
+		if c.agent != "" {
+			c.detail["agent"] = c.agent
+		}
 		stdio := mcpstdio.CallFrom(reqCtx)
 		if !s.enter() {
 			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reasonShutdown))
@@ -339,7 +347,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			c.progress = s.startProgress(ctx, stdio, req.Params.Meta.ProgressToken, tool, start)
 		}
-		out, err := s.invoke(tool, fn, c, args{tool: tool, m: req.GetArguments()})
+		out, err := s.invoke(tool, s.limited(fn), c, args{tool: tool, m: req.GetArguments()})
 		// No progress notification may follow the response.
 		c.progress.stop()
 		if err != nil && ctx.Err() != nil {
@@ -398,7 +406,7 @@ func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool b
 // bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 	e := memory.AuditEntry{
-		TS: start, Session: s.session, Tool: tool, Query: c.query, OK: err == nil,
+		TS: start, Session: s.sessionOf(c.agent), Tool: tool, Query: c.query, OK: err == nil,
 		Rows: c.rows, Duration: time.Since(start), Detail: c.detail,
 	}
 	if err != nil {

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+)
+
+// serveHTTP is --http: the token file and the address are checked before
+// the database is opened, so a bad start leaves nothing behind.
+func serveHTTP(ctx context.Context, cfg *server.Config, log hclog.Logger) error {
+	set, err := tokens.Open(cfg.AuthTokens)
+	if err != nil {
+		return &server.UsageError{Msg: "--auth-tokens: " + err.Error()}
+	}
+	l, err := server.ListenHTTP(cfg)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	s, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return s.ServeHTTP(ctx, l, server.HTTPOptions{Tokens: set})
+}
