@@ -52,8 +52,9 @@ func (a *agentSlots) of(agent string, n int) chan struct{} {
 
 // limited runs fn in one of the agent's slots. A call that finds them all
 // taken waits for one if it asked for progress (it hears that it waits),
-// at most --query-timeout; otherwise it is refused at once with
-// RESOURCE_LIMIT, which names the limit.
+// at most --query-timeout plus --confirm-timeout (what a call holding a
+// slot may take, a snapshot's budget aside); otherwise it is refused at
+// once with RESOURCE_LIMIT, which names the limit.
 func (s *Server) limited(fn toolFunc) toolFunc {
 	return func(ctx context.Context, c *call, a args) (outcome, error) {
 		if c.agent == "" {
@@ -69,8 +70,9 @@ func (s *Server) limited(fn toolFunc) toolFunc {
 				c.detail["limit"] = "max-calls-per-agent"
 				return outcome{}, full
 			}
-			c.progress.queued(time.Now().Add(s.cfg.QueryTimeout))
-			t := time.NewTimer(s.cfg.QueryTimeout)
+			wait := s.cfg.QueryTimeout + s.cfg.ConfirmTimeout
+			c.progress.queued(time.Now().Add(wait))
+			t := time.NewTimer(wait)
 			defer t.Stop()
 			select {
 			case slots <- struct{}{}:

@@ -240,7 +240,7 @@ func TestHTTPAllTools(t *testing.T) {
 		if got := s.ok("verify_chain", nil); !strings.Contains(got, `"ok": true`) && !strings.Contains(got, `"ok":true`) {
 			t.Fatalf("verify_chain: %s", got)
 		}
-		if got := s.ok("get_resume_context", nil); !strings.Contains(got, "over HTTP") || !strings.Contains(got, "after the checkpoint") || !strings.Contains(got, "alice") {
+		if got := s.ok("get_resume_context", nil); !strings.Contains(got, "over HTTP") || !strings.Contains(got, "id,ts,kind,content,agent\n") || !strings.Contains(got, ",note,after the checkpoint,alice") {
 			t.Fatalf("get_resume_context: %s", got)
 		}
 		s.audited(db)
