@@ -220,6 +220,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		w, r = withBulk(w, r)
 	}
 	g.next.ServeHTTP(w, r.WithContext(WithAgent(r.Context(), agent)))
 }

@@ -362,7 +362,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		if err == nil && out.raw != nil {
 			return out.raw, nil
 		}
-		return s.result(stdio, out, err, jsonTool), nil
+		return s.result(bulkerOf(reqCtx, stdio), out, err, jsonTool), nil
 	}
 }
 
@@ -377,7 +377,7 @@ func (s *Server) invoke(tool string, fn toolFunc, c *call, a args) (out outcome,
 	return fn(c.ctx, c, a)
 }
 
-func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool bool) *mcp.CallToolResult {
+func (s *Server) result(bulk bulker, out outcome, err error, jsonTool bool) *mcp.CallToolResult {
 	if err != nil {
 		var e *errcode.Error
 		if !errors.As(err, &e) {
@@ -398,7 +398,7 @@ func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool b
 			return mcp.NewToolResultStructured(structured, string(out.json))
 		}
 	}
-	return textResult(stdio, out.text)
+	return textResult(bulk, out.text)
 }
 
 // audit queues the call's row; it never waits for the database. The row

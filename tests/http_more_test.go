@@ -400,3 +400,28 @@ func TestHTTPServerKilledDuringAppends(t *testing.T) {
 	}
 	t.Logf("%d acknowledged events, %d in the chain", len(acked), len(sessions))
 }
+
+// TestHTTPBulkText: a large result (the bulk-text fast path, encoded once
+// and written in place of mcp-go's placeholder) reads the same over HTTP,
+// in both generations, as over stdio.
+func TestHTTPBulkText(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	caps := []string{"--max-result-bytes", "4000000", "--max-cell-chars", "1000000"}
+	local := start(t, db, caps...)
+	local.ok("write_query", q("CREATE TABLE big(id INTEGER PRIMARY KEY, body TEXT)"))
+	local.ok("write_query", q(`INSERT INTO big(body) WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 40)
+		SELECT printf('%d: <tag> & "quotes" é ü `+"\u2028"+` tab	%s', n, hex(randomblob(2000))) FROM c`))
+	const sql = "SELECT id, body FROM big ORDER BY id"
+	want := local.ok("read_query", q(sql))
+	if len(want) < 128<<10 {
+		t.Fatalf("result of %d bytes is too small for the bulk path", len(want))
+	}
+	h := startHTTP(t, db, []string{"alice"}, caps...)
+	for _, modern := range []bool{false, true} {
+		s := h.connect(t, "alice", modern)
+		if got := s.ok("read_query", q(sql)); got != want {
+			t.Fatalf("modern=%v: %d bytes over HTTP differ from %d over stdio", modern, len(got), len(want))
+		}
+	}
+}
