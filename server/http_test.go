@@ -5,8 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
 )
 
 func TestHostOnly(t *testing.T) {
@@ -88,5 +94,66 @@ func TestSessionTable(t *testing.T) {
 	}
 	if _, err := alice.Validate(id); err == nil || tab.full() {
 		t.Fatal("an ended session is still valid")
+	}
+}
+
+// The guard alone, in front of a mounted handler (the Mount hook): what
+// passes reaches it with the agent's name; everything else is refused
+// before it.
+func TestGuardMount(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	tok, err := tokens.Add(file, "alice", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := tokens.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "page for "+AgentFrom(r.Context())) })
+	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux,
+		hosts: map[string]bool{"127.0.0.1": true}, origins: map[string]bool{"https://ok.example": true}, maxBody: 1 << 10}
+	tests := []struct {
+		name, method, url, auth, origin, body string
+		status                                int
+		want                                  string
+	}{
+		{"page", "GET", "http://127.0.0.1/ui/x?kind=note", "Bearer " + tok, "", "", 200, "page for alice"},
+		{"page from an allowed origin", "GET", "http://127.0.0.1/ui/", "Bearer " + tok, "https://ok.example", "", 200, "page for alice"},
+		{"bearer is case-insensitive", "GET", "http://127.0.0.1/ui/", "bearer " + tok, "", "", 200, "page for alice"},
+		{"no token", "GET", "http://127.0.0.1/ui/", "", "", "", 401, "valid token"},
+		{"bad host", "GET", "http://evil.example/ui/", "Bearer " + tok, "", "", 403, "Host"},
+		{"bad origin", "GET", "http://127.0.0.1/ui/", "Bearer " + tok, "https://evil.example", "", 403, "Origin"},
+		{"token in the query", "GET", "http://127.0.0.1/ui/?t=" + tok, "Bearer " + tok, "", "", 400, "in the URL"},
+		{"credential parameter", "GET", "http://127.0.0.1/ui/?api_key=x", "Bearer " + tok, "", "", 400, "in the URL"},
+		{"big body", "POST", "http://127.0.0.1/ui/", "Bearer " + tok, "", strings.Repeat("x", 2<<10), 413, "--max-body-mb"},
+		{"healthz", "GET", "http://evil.example/healthz", "", "", "", 200, "ok"},
+		{"healthz post", "POST", "http://127.0.0.1/healthz", "", "", "", 405, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.url, strings.NewReader(tt.body))
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			w := httptest.NewRecorder()
+			g.ServeHTTP(w, r)
+			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.want) {
+				t.Fatalf("%d %q, want %d with %q", w.Code, w.Body.String(), tt.status, tt.want)
+			}
+		})
+	}
+	// A second session beyond --max-sessions 1 is refused.
+	g.sessions.ResolveSessionIdManager(nil).Generate()
+	r := httptest.NewRequest("POST", "http://127.0.0.1/ui/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, r)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "--max-sessions") {
+		t.Fatalf("session over the limit: %d %q", w.Code, w.Body.String())
 	}
 }
