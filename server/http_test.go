@@ -111,7 +111,9 @@ func TestGuardMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "page for "+AgentFrom(r.Context())) })
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "page for "+AgentFrom(r.Context()))
+	})
 	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux,
 		hosts: map[string]bool{"127.0.0.1": true}, origins: map[string]bool{"https://ok.example": true}, maxBody: 1 << 10}
 	tests := []struct {
