@@ -425,3 +425,45 @@ func TestHTTPBulkText(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPCancelledNotification: notifications/cancelled posted on a
+// 2025-11-25 session, while the call's own POST waits, kills the call's
+// worker; the POST ends with the CANCELLED error (an HTTP request needs an
+// end; a client that cancelled ignores it).
+func TestHTTPCancelledNotification(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice"}, "--query-timeout", "30", "--standby-workers", "0")
+	auth := map[string]string{"Authorization": "Bearer " + h.token["alice"]}
+	status, hdr, body := h.rawRequest(t, "POST", "/mcp", auth, initializeBody)
+	id := hdr.Get("Mcp-Session-Id")
+	if status != 200 || id == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	sess := map[string]string{"Authorization": auth["Authorization"], "Mcp-Session-Id": id, "MCP-Protocol-Version": "2025-11-25"}
+	if status, _, body := h.rawRequest(t, "POST", "/mcp", sess, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
+		t.Fatalf("initialized: %d %s", status, body)
+	}
+	call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": "read_query", "arguments": q(runaway)}})
+	answered := make(chan string, 1)
+	go func() {
+		_, _, body := h.rawRequest(t, "POST", "/mcp", sess, string(call))
+		answered <- body
+	}()
+	pid := waitWorker(t, db)
+	if status, _, body := h.rawRequest(t, "POST", "/mcp", sess, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}`); status != 202 {
+		t.Fatalf("cancelled: %d %s", status, body)
+	}
+	if !waitFor(2*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+		t.Fatalf("worker %d still alive 2 s after notifications/cancelled", pid)
+	}
+	select {
+	case body := <-answered:
+		if !strings.Contains(body, "CANCELLED: cancelled by the client") {
+			t.Fatalf("the call's POST ended with %q", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's POST did not end")
+	}
+	waitAudit(t, db, "CANCELLED: cancelled by the client")
+}
