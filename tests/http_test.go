@@ -119,7 +119,7 @@ func (h *httpServer) start(flags ...string) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the HTTP server did not start:\n%s", h.log.String())
 	}
-	h.addr = strings.TrimSuffix(strings.TrimPrefix(h.url, "http://"), "/mcp")
+	_, h.addr, _ = strings.Cut(strings.TrimSuffix(h.url, "/mcp"), "://")
 	cmd, done := h.cmd, h.done
 	t.Cleanup(func() { stopProcess(cmd, done) })
 }
