@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -466,4 +467,31 @@ func TestHTTPCancelledNotification(t *testing.T) {
 		t.Fatal("the call's POST did not end")
 	}
 	waitAudit(t, db, "CANCELLED: cancelled by the client")
+}
+
+// TestHTTPReadonlyProfile: the readonly profile over HTTP: its three JSON
+// tools, and nothing can be written; the agent is in the --audit-db rows.
+func TestHTTPReadonlyProfile(t *testing.T) {
+	t.Parallel()
+	db := shopDB(t)
+	audit := filepath.Join(filepath.Dir(db), "audit.db")
+	h := startHTTP(t, db, []string{"analyst"}, "--profile", "readonly", "--audit-db", audit)
+	s := h.connect(t, "analyst", true)
+	tools, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 3 {
+		t.Fatalf("tools/list: %v %v", tools, err)
+	}
+	if got := s.ok("query_database", map[string]any{"sql": "SELECT count(*) AS n FROM customers"}); !strings.Contains(got, `"returnedRows":1`) {
+		t.Fatalf("query_database: %s", got)
+	}
+	if text, isErr := s.call("query_database", map[string]any{"sql": "DELETE FROM customers"}); !isErr || !strings.Contains(text, "READ_ONLY_VIOLATION") {
+		t.Fatalf("a DELETE over the readonly profile: %v %s", isErr, text)
+	}
+	if !waitFor(10*time.Second, func() bool {
+		var n int
+		_ = openDirect(t, audit).QueryRow(`SELECT count(*) FROM query_log WHERE session LIKE '%@analyst'`).Scan(&n)
+		return int64(n) == s.calls.Load()
+	}) {
+		t.Fatalf("the audit rows of the readonly profile do not name the agent")
+	}
 }
