@@ -248,13 +248,13 @@ func TestHTTPAgentsShareOneChain(t *testing.T) {
 func TestHTTPCallsPerAgent(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	h := startHTTP(t, db, []string{"alice", "bob"}, "--max-calls-per-agent", "1", "--query-timeout", "2", "--standby-workers", "0")
+	h := startHTTP(t, db, []string{"alice", "bob"}, "--max-calls-per-agent", "1", "--query-timeout", "4", "--standby-workers", "0")
 	alice := h.connect(t, "alice", true)
 	bob := h.connect(t, "bob", true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		alice.call("read_query", q(runaway)) // holds alice's one slot for 2 s
+		alice.call("read_query", q(runaway)) // holds alice's one slot for 4 s
 	}()
 	waitWorker(t, db)
 	text := alice.fails("read_query", q("SELECT 1"), "RESOURCE_LIMIT")

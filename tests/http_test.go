@@ -434,7 +434,7 @@ func TestHTTPStartRefusals(t *testing.T) {
 func TestHTTPSlowClients(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	h := startHTTP(t, db, []string{"alice"}, "--header-timeout", "1", "--max-connections", "2")
+	h := startHTTP(t, db, []string{"alice"}, "--header-timeout", "3", "--max-connections", "2")
 	slow, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
