@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -15,6 +17,11 @@ func serveHTTP(ctx context.Context, cfg *server.Config, log hclog.Logger) error 
 	set, err := tokens.Open(cfg.AuthTokens)
 	if err != nil {
 		return &server.UsageError{Msg: "--auth-tokens: " + err.Error()}
+	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return &server.UsageError{Msg: fmt.Sprintf("--tls-cert %s / --tls-key %s: %v\nTry: PEM files of a certificate and its private key", cfg.TLSCert, cfg.TLSKey, err)}
+		}
 	}
 	l, err := server.ListenHTTP(cfg)
 	if err != nil {

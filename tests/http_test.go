@@ -413,6 +413,9 @@ func TestHTTPStartRefusals(t *testing.T) {
 	if code, msg := run("--db", db, "--http", "0.0.0.0:0", "--auth-tokens", tokens); code != 2 || !strings.Contains(msg, "--allowed-hosts") {
 		t.Fatalf("--http 0.0.0.0 without --allowed-hosts: exit %d, %s", code, msg)
 	}
+	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--auth-tokens", tokens, "--tls-cert", tokens, "--tls-key", tokens); code != 2 || !strings.Contains(msg, "--tls-cert") {
+		t.Fatalf("a token file as the certificate: exit %d, %s", code, msg)
+	}
 	if runtime.GOOS != "windows" {
 		for _, mode := range []os.FileMode{0o640, 0o604, 0o620} {
 			if err := os.Chmod(tokens, mode); err != nil {
