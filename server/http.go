@@ -61,6 +61,11 @@ type HTTPOptions struct {
 	// as "/ui/"), behind the same Host, Origin and token checks; AgentFrom
 	// of their request's context names the agent.
 	Mount map[string]http.Handler
+	// Public adds handlers by pattern behind the Host, Origin and
+	// URL-token checks only: they authenticate requests themselves (a
+	// browser page that trades a token, checked with Tokens.Lookup, for a
+	// cookie cannot send a bearer header on every request).
+	Public map[string]http.Handler
 }
 
 // ListenHTTP opens --http's address, so that a port in use is reported
@@ -109,7 +114,11 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 	for pattern, h := range opt.Mount {
 		mux.Handle(pattern, h)
 	}
-	g := &guard{s: s, tokens: opt.Tokens, sessions: sessions, next: mux,
+	public := http.NewServeMux()
+	for pattern, h := range opt.Public {
+		public.Handle(pattern, h)
+	}
+	g := &guard{s: s, tokens: opt.Tokens, sessions: sessions, next: mux, public: public,
 		hosts: map[string]bool{}, origins: map[string]bool{}, maxBody: int64(cfg.MaxBodyMB) << 20}
 	for _, h := range cfg.AllowedHosts {
 		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
@@ -165,6 +174,7 @@ type guard struct {
 	tokens   *tokens.Set
 	sessions *sessionTable
 	next     http.Handler
+	public   *http.ServeMux // HTTPOptions.Public; nil: none
 	hosts    map[string]bool
 	origins  map[string]bool
 	maxBody  int64
@@ -196,6 +206,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.tokenInURL(r) {
 		g.refuse(w, r, http.StatusBadRequest, "", "a token in the URL is refused (URLs end up in logs and histories; revoke that token if it was real): send it as the header Authorization: Bearer TOKEN")
 		return
+	}
+	if g.public != nil {
+		if h, pattern := g.public.Handler(r); pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
 	}
 	agent, why := g.authenticate(r)
 	if agent == "" {

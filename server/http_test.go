@@ -114,7 +114,9 @@ func TestGuardMount(t *testing.T) {
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "page for "+AgentFrom(r.Context()))
 	})
-	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux,
+	public := http.NewServeMux()
+	public.HandleFunc("/ui/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login page") })
+	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux, public: public,
 		hosts: map[string]bool{"127.0.0.1": true}, origins: map[string]bool{"https://ok.example": true}, maxBody: 1 << 10}
 	tests := []struct {
 		name, method, url, auth, origin, body string
@@ -131,6 +133,10 @@ func TestGuardMount(t *testing.T) {
 		{"credential parameter", "GET", "http://127.0.0.1/ui/?api_key=x", "Bearer " + tok, "", "", 400, "in the URL"},
 		{"big body", "POST", "http://127.0.0.1/ui/", "Bearer " + tok, "", strings.Repeat("x", 2<<10), 413, "--max-body-mb"},
 		{"healthz", "GET", "http://evil.example/healthz", "", "", "", 200, "ok"},
+		{"public page without a token", "GET", "http://127.0.0.1/ui/login", "", "", "", 200, "login page"},
+		{"public page, bad host", "GET", "http://evil.example/ui/login", "", "", "", 403, "Host"},
+		{"public page, bad origin", "POST", "http://127.0.0.1/ui/login", "", "https://evil.example", "", 403, "Origin"},
+		{"public page, token in the URL", "GET", "http://127.0.0.1/ui/login?token=x", "", "", "", 400, "in the URL"},
 		{"healthz post", "POST", "http://127.0.0.1/healthz", "", "", "", 405, ""},
 	}
 	for _, tt := range tests {
