@@ -72,6 +72,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, uiCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
+		case "token":
+			return report(env, tokenCmd(ctx, args[1:], env))
 		case "version":
 			if len(args) > 1 {
 				return report(env, &server.UsageError{Msg: fmt.Sprintf("version takes no arguments, got %q\nTry: mcp-sqlite-memory version", args[1])})
@@ -203,6 +205,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if cfg.HTTP != "" {
+		return serveHTTP(ctx, cfg, log)
+	}
 	s, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err

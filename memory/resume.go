@@ -268,7 +268,7 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 		return nil, nil, err
 	}
 	rows, err := tx.QueryContext(ctx,
-		"SELECT id, ts, kind, content FROM memory_events WHERE id > ?"+clause+" ORDER BY id DESC LIMIT ?",
+		"SELECT id, ts, session, kind, content FROM memory_events WHERE id > ?"+clause+" ORDER BY id DESC LIMIT ?",
 		append(args, limit)...)
 	if err != nil {
 		return nil, nil, err
@@ -277,7 +277,7 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 	var events []Event
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.ID, &e.TS, &e.Kind, &e.Content); err != nil {
+		if err := rows.Scan(&e.ID, &e.TS, &e.Session, &e.Kind, &e.Content); err != nil {
 			return nil, nil, err
 		}
 		events = append(events, e)
@@ -378,13 +378,31 @@ func anchored(ctx context.Context, tx *sql.Tx, c Checkpoint) (bool, error) {
 // When they do not fit maxBytes, the newest that fit are kept (at least
 // one), as the reference does; it returns how many were written.
 func renderEvents(events []Event, maxBytes, maxCellChars int) (string, int) {
-	header := render.AppendRecord(nil, []string{"id", "ts", "kind", "content"}, true)
+	// Events written over HTTP name their agent (AgentOf): then a last
+	// column says who wrote each; a memory of stdio sessions only keeps
+	// the reference's four columns.
+	withAgent := false
+	for _, e := range events {
+		if AgentOf(e.Session) != "" {
+			withAgent = true
+			break
+		}
+	}
+	cols := []string{"id", "ts", "kind", "content"}
+	if withAgent {
+		cols = append(cols, "agent")
+	}
+	header := render.AppendRecord(nil, cols, true)
 	lines := make([][]byte, len(events))
 	total := len(header)
 	for i, e := range events {
-		lines[i] = render.AppendRecord(nil, []string{
+		rec := []string{
 			strconv.FormatInt(e.ID, 10), cutCell(e.TS, maxCellChars), cutCell(e.Kind, maxCellChars), cutCell(e.Content, maxCellChars),
-		}, true)
+		}
+		if withAgent {
+			rec = append(rec, AgentOf(e.Session))
+		}
+		lines[i] = render.AppendRecord(nil, rec, true)
 		total += len(lines[i])
 	}
 	first := 0

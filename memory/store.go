@@ -601,3 +601,19 @@ func latestCheckpoint(ctx context.Context, q queryRower) (Checkpoint, bool, erro
 	}
 	return c, true, nil
 }
+
+// AgentOf is the agent named by a session value "<start>-<hex>@<agent>"
+// (what the server writes for a call over HTTP), or "" for any other
+// session (stdio runs, the reference server, hooks).
+func AgentOf(session string) string {
+	i := strings.LastIndexByte(session, '@')
+	if i < 0 || i == len(session)-1 {
+		return ""
+	}
+	for _, r := range session[i+1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return ""
+		}
+	}
+	return session[i+1:]
+}

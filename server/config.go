@@ -51,6 +51,7 @@ type Config struct {
 	RG               string
 	Sandbox          bool
 	Verbose          bool
+	HTTPConfig       // --http and its companions (SPEC 11, http.go)
 }
 
 // --confirm values (SPEC 5.5).
@@ -194,6 +195,19 @@ func options() []option {
 			}
 			return nil
 		}},
+		// SPEC 11: Streamable HTTP (http.go).
+		stringOption("http", []string{"MCP_SQLITE_HTTP"}, "", "serve MCP over Streamable HTTP at ADDR (host:port) under /mcp instead of stdio; needs --auth-tokens (docs/http.md)", func(c *Config, v string) { c.HTTP = strings.TrimSpace(v) }),
+		stringOption("auth-tokens", []string{"MCP_SQLITE_AUTH_TOKENS"}, "", "the agents' token file for --http (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)", func(c *Config, v string) { c.AuthTokens = v }),
+		listOption("allowed-origins", "MCP_SQLITE_ALLOWED_ORIGINS", "browser Origins allowed under --http, comma-separated (scheme://host[:port]); requests without Origin pass", func(c *Config, l []string) { c.AllowedOrigins = l }),
+		listOption("allowed-hosts", "MCP_SQLITE_ALLOWED_HOSTS", "Host names clients may address under --http, comma-separated (default: the --http host; localhost too for a loopback address)", func(c *Config, l []string) { c.AllowedHosts = l }),
+		intOption("max-calls-per-agent", "MCP_SQLITE_MAX_CALLS_PER_AGENT", "0", "tool calls one agent may have in flight under --http (0: --max-workers)", 0, 4096, func(c *Config, n int) { c.MaxCallsPerAgent = n }),
+		stringOption("tls-cert", []string{"MCP_SQLITE_TLS_CERT"}, "", "serve --http as HTTPS with this certificate (PEM; with --tls-key)", func(c *Config, v string) { c.TLSCert = v }),
+		stringOption("tls-key", []string{"MCP_SQLITE_TLS_KEY"}, "", "the private key of --tls-cert (PEM)", func(c *Config, v string) { c.TLSKey = v }),
+		intOption("max-connections", "MCP_SQLITE_MAX_CONNECTIONS", "256", "open HTTP connections at most under --http; more are closed at once", 1, 1<<20, func(c *Config, n int) { c.MaxConnections = n }),
+		intOption("max-sessions", "MCP_SQLITE_MAX_SESSIONS", "256", "2025-11-25 MCP sessions at most under --http (idle ones end after 30 minutes)", 1, 1<<20, func(c *Config, n int) { c.MaxSessions = n }),
+		intOption("max-body-mb", "MCP_SQLITE_MAX_BODY_MB", "16", "largest HTTP request body in MiB under --http (413 above)", 1, 1024, func(c *Config, n int) { c.MaxBodyMB = n }),
+		secondsOption("header-timeout", "MCP_SQLITE_HEADER_TIMEOUT", "10", "seconds a client has to send its request headers under --http", func(c *Config, d time.Duration) { c.HeaderTimeout = d }),
+		secondsOption("shutdown-grace", "MCP_SQLITE_SHUTDOWN_GRACE", "10", "seconds calls in flight may take to finish after SIGTERM under --http before they are stopped", func(c *Config, d time.Duration) { c.ShutdownGrace = d }),
 		{flag: "verbose", env: []string{"MCP_SQLITE_VERBOSE"}, def: "false", help: "debug logging on stderr (also -v)", apply: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -269,6 +283,9 @@ func (c *Config) check() error {
 	}
 	if c.StandbyWorkers > c.MaxWorkers {
 		return &UsageError{fmt.Sprintf("--standby-workers %d is larger than --max-workers %d (standby workers count toward it)\nTry: --standby-workers %d, or --max-workers %d", c.StandbyWorkers, c.MaxWorkers, c.MaxWorkers, c.StandbyWorkers)}
+	}
+	if err := c.checkHTTP(); err != nil {
+		return err
 	}
 	if c.DB != "" && c.SnapshotDir == "" {
 		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), Stem(c.DB)+".snapshots")
@@ -411,6 +428,7 @@ Usage:
   mcp-sqlite-memory ui --db PATH [--addr A]      the person's read-only web view on a loopback address
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
+  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (also list, revoke NAME)
   mcp-sqlite-memory version                      print the version (also --version)
   mcp-sqlite-memory help SUBCOMMAND              a subcommand's flags and examples (also SUBCOMMAND --help)
 

@@ -84,6 +84,8 @@ type pendingConfirms struct {
 
 type pendingConfirm struct {
 	confirmation
+	// agent asked the question: only its token may answer it.
+	agent string
 	timer *time.Timer
 	// expire audits the question as unanswered; it runs at most once.
 	expire func(err error)
@@ -298,7 +300,7 @@ func (s *Server) askLater(c *call, conf confirmation) (outcome, error) {
 	}
 	start := time.Now()
 	query := c.query
-	pc := &pendingConfirm{confirmation: conf}
+	pc := &pendingConfirm{confirmation: conf, agent: c.agent}
 	var once sync.Once
 	pc.expire = func(err error) {
 		once.Do(func() {
@@ -306,7 +308,7 @@ func (s *Server) askLater(c *call, conf confirmation) (outcome, error) {
 			if conf.preview != nil {
 				detail["preview"] = conf.preview
 			}
-			s.audit(conf.tool, start, &call{query: query, detail: detail}, err)
+			s.audit(conf.tool, start, &call{query: query, detail: detail, agent: c.agent}, err)
 		})
 	}
 	s.confirms.mu.Lock()
@@ -339,7 +341,7 @@ func (s *Server) answered(c *call, tool string, req *ipc.Request, argsDigest str
 		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the question was unknown or had expired; call again to be asked again)")
 	}
 	pc.timer.Stop()
-	if pc.tool != tool || pc.digest != argsDigest {
+	if pc.tool != tool || pc.digest != argsDigest || pc.agent != c.agent {
 		c.detail["confirm"] = map[string]any{"answer": answerMismatch}
 		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the answer was given for another statement; call again to be asked again)")
 	}

@@ -66,8 +66,19 @@ func (p *progress) worker(f ipc.Progress) {
 	p.last = f
 }
 
-// phaseConfirm marks a call waiting for the person's answer.
-const phaseConfirm = "confirm"
+// phaseConfirm marks a call waiting for the person's answer, phaseQueued
+// one waiting for a slot of its agent (--max-calls-per-agent).
+const (
+	phaseConfirm = "confirm"
+	phaseQueued  = "queued"
+)
+
+// queued says the call waits for one of its agent's slots until deadline.
+func (p *progress) queued(deadline time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{Phase: phaseQueued}, deadline
+}
 
 // waiting says the call waits for the person until deadline; running that
 // the wait is over and the statement runs. A nil progress does nothing.
@@ -118,6 +129,8 @@ func (p *progress) send(now time.Time) {
 	switch last.Phase {
 	case phaseConfirm:
 		msg = fmt.Sprintf("%s: waiting for the user to allow the statement (declined after %s)", p.tool, roundSeconds(total))
+	case phaseQueued:
+		msg = fmt.Sprintf("%s: waiting for one of this agent's calls in flight to finish (--max-calls-per-agent; refused after %s)", p.tool, roundSeconds(total))
 	case ipc.PhaseSnapshot:
 		msg = fmt.Sprintf("%s: snapshot, %d of %d pages copied (%s)", p.tool, last.Done, last.Total, roundSeconds(elapsed))
 	case ipc.PhaseStatement:

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"unicode/utf8"
 	"unsafe"
@@ -33,13 +34,31 @@ import (
 // bulkMin is the text size from which a result is encoded here.
 const bulkMin = 64 << 10
 
+// bulker writes an already-encoded text in place of the result mcp-go
+// marshals: the stdio loop's call (mcpstdio.Call), or an HTTP response
+// (httpBulk).
+type bulker interface {
+	BulkText(text string, encoded []byte) *mcp.CallToolResult
+}
+
+// bulkerOf is the call's bulker, nil for in-process calls.
+func bulkerOf(ctx context.Context, stdio *mcpstdio.Call) bulker {
+	if stdio != nil {
+		return stdio
+	}
+	if b := httpBulkFrom(ctx); b != nil {
+		return b
+	}
+	return nil
+}
+
 // textResult is the tool result for text: mcp-go's own for small texts and
 // in-process calls, an already-encoded bulk text for large ones.
-func textResult(stdio *mcpstdio.Call, text string) *mcp.CallToolResult {
-	if stdio == nil || len(text) < bulkMin {
+func textResult(bulk bulker, text string) *mcp.CallToolResult {
+	if bulk == nil || len(text) < bulkMin {
 		return mcp.NewToolResultText(text)
 	}
-	return stdio.BulkText(text, appendJSONText(make([]byte, 0, len(text)+len(text)/8+16), text))
+	return bulk.BulkText(text, appendJSONText(make([]byte, 0, len(text)+len(text)/8+16), text))
 }
 
 // appendJSONText appends s as encoding/json encodes a string (HTML-safe,

@@ -78,6 +78,8 @@ type Server struct {
 
 	// created says what this start created at --db ("" if it was there).
 	created string
+	// agentSlots bound each HTTP agent's calls in flight (agents.go).
+	agentSlots agentSlots
 }
 
 // Created says what this start created at --db: "created a new memory
@@ -317,6 +319,8 @@ type call struct {
 	// roundTrip is a 2026-07-28 client's answer to a question this server
 	// asked (confirm.go); empty otherwise.
 	roundTrip mcp.MultiRoundTripParams
+	// agent is the HTTP agent making the call ("" over stdio).
+	agent string
 }
 
 func (c *call) setQuery(q string) { c.query = sql.NullString{String: q, Valid: true} }
@@ -347,7 +351,10 @@ const (
 func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolHandlerFunc {
 	return func(reqCtx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		c := &call{detail: map[string]any{}}
+		c := &call{detail: map[string]any{}, agent: AgentFrom(reqCtx)}
+		if c.agent != "" {
+			c.detail["agent"] = c.agent
+		}
 		stdio := mcpstdio.CallFrom(reqCtx)
 		if !s.enter() {
 			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reasonShutdown))
@@ -362,7 +369,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			c.progress = s.startProgress(ctx, stdio, req.Params.Meta.ProgressToken, tool, start)
 		}
-		out, err := s.invoke(tool, fn, c, args{tool: tool, m: req.GetArguments()})
+		out, err := s.invoke(tool, s.limited(fn), c, args{tool: tool, m: req.GetArguments()})
 		// No progress notification may follow the response.
 		c.progress.stop()
 		if err != nil && ctx.Err() != nil {
@@ -377,7 +384,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		if err == nil && out.raw != nil {
 			return out.raw, nil
 		}
-		return s.result(stdio, out, err, jsonTool), nil
+		return s.result(bulkerOf(reqCtx, stdio), out, err, jsonTool), nil
 	}
 }
 
@@ -392,7 +399,7 @@ func (s *Server) invoke(tool string, fn toolFunc, c *call, a args) (out outcome,
 	return fn(c.ctx, c, a)
 }
 
-func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool bool) *mcp.CallToolResult {
+func (s *Server) result(bulk bulker, out outcome, err error, jsonTool bool) *mcp.CallToolResult {
 	if err != nil {
 		var e *errcode.Error
 		if !errors.As(err, &e) {
@@ -413,7 +420,7 @@ func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool b
 			return mcp.NewToolResultStructured(structured, string(out.json))
 		}
 	}
-	return textResult(stdio, out.text)
+	return textResult(bulk, out.text)
 }
 
 // audit queues the call's row; it never waits for the database. The row
@@ -421,7 +428,7 @@ func (s *Server) result(stdio *mcpstdio.Call, out outcome, err error, jsonTool b
 // bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 	e := memory.AuditEntry{
-		TS: start, Session: s.session, Tool: tool, Query: c.query, OK: err == nil,
+		TS: start, Session: s.sessionOf(c.agent), Tool: tool, Query: c.query, OK: err == nil,
 		Rows: c.rows, Duration: time.Since(start), Detail: c.detail,
 	}
 	if err != nil {

@@ -318,7 +318,7 @@ func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, err
 	if err != nil {
 		return outcome{}, err
 	}
-	ev, err := s.store.Append(ctx, s.session, v.str("kind"), v.str("content"))
+	ev, err := s.store.Append(ctx, s.sessionOf(AgentFrom(ctx)), v.str("kind"), v.str("content"))
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}
@@ -345,7 +345,7 @@ func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, erro
 	if err != nil {
 		return outcome{}, err
 	}
-	cp, err := s.store.Checkpoint(ctx, s.session, v.str("summary"))
+	cp, err := s.store.Checkpoint(ctx, s.sessionOf(AgentFrom(ctx)), v.str("summary"))
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+)
+
+func TestHostOnly(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8765": "127.0.0.1", "LOCALHOST": "localhost", "[::1]:80": "::1", "Mem.Example.com:443": "mem.example.com", "": "",
+	} {
+		if got := hostOnly(in); got != want {
+			t.Errorf("hostOnly(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHTTPConfig(t *testing.T) {
+	env := func(string) string { return "" }
+	tests := []struct {
+		args  []string
+		err   string
+		hosts string
+	}{
+		{[]string{"--http", "127.0.0.1:8765"}, "--http needs --auth-tokens", ""},
+		{[]string{"--http", "8765", "--auth-tokens", "t"}, "must be host:port", ""},
+		{[]string{"--http", "0.0.0.0:8765", "--auth-tokens", "t"}, "--allowed-hosts", ""},
+		{[]string{"--http", ":8765", "--auth-tokens", "t"}, "--allowed-hosts", ""},
+		{[]string{"--http", "127.0.0.1:1", "--auth-tokens", "t", "--tls-cert", "c"}, "go together", ""},
+		{[]string{"--http", "127.0.0.1:1", "--auth-tokens", "t", "--allowed-origins", "ide.example.com"}, "not an origin", ""},
+		{[]string{"--http", "127.0.0.1:1", "--auth-tokens", "t"}, "", "127.0.0.1,localhost,::1"},
+		{[]string{"--http", "0.0.0.0:1", "--auth-tokens", "t", "--allowed-hosts", "a.example, b.example"}, "", "a.example,b.example"},
+		{[]string{"--http", "mem.lan:1", "--auth-tokens", "t"}, "", "mem.lan"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			c, _, err := ParseConfig(append([]string{"--db", "x.db"}, tt.args...), env, io.Discard)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(c.AllowedHosts, ","); got != tt.hosts {
+				t.Fatalf("allowed hosts %q, want %q", got, tt.hosts)
+			}
+			if c.MaxCallsPerAgent != c.MaxWorkers {
+				t.Fatalf("--max-calls-per-agent defaults to %d, want --max-workers %d", c.MaxCallsPerAgent, c.MaxWorkers)
+			}
+		})
+	}
+}
+
+// A session belongs to the agent that opened it; the sweeper (no agent)
+// may end any.
+func TestSessionTable(t *testing.T) {
+	tab := &sessionTable{max: 2}
+	req := func(agent string) *http.Request {
+		return httptest.NewRequest("POST", "/mcp", nil).WithContext(WithAgent(context.Background(), agent))
+	}
+	alice, bob := tab.ResolveSessionIdManager(req("alice")), tab.ResolveSessionIdManager(req("bob"))
+	id := alice.Generate()
+	if _, err := alice.Validate(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.Validate(id); err == nil {
+		t.Fatal("bob may use alice's session")
+	}
+	if _, err := alice.Validate(""); err == nil {
+		t.Fatal("an empty session id is valid")
+	}
+	if notAllowed, _ := bob.Terminate(id); !notAllowed {
+		t.Fatal("bob may end alice's session")
+	}
+	bob.Generate()
+	if !tab.full() {
+		t.Fatal("two sessions of max 2: not full")
+	}
+	if notAllowed, _ := tab.ResolveSessionIdManager(nil).Terminate(id); notAllowed {
+		t.Fatal("the sweeper may not end a session")
+	}
+	if _, err := alice.Validate(id); err == nil || tab.full() {
+		t.Fatal("an ended session is still valid")
+	}
+}
+
+// The guard alone, in front of a mounted handler (the Mount hook): what
+// passes reaches it with the agent's name; everything else is refused
+// before it.
+func TestGuardMount(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	tok, err := tokens.Add(file, "alice", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := tokens.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "page for "+AgentFrom(r.Context()))
+	})
+	public := http.NewServeMux()
+	public.HandleFunc("/ui/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login page") })
+	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux, public: public,
+		hosts: map[string]bool{"127.0.0.1": true}, origins: map[string]bool{"https://ok.example": true}, maxBody: 1 << 10}
+	tests := []struct {
+		name, method, url, auth, origin, body string
+		status                                int
+		want                                  string
+	}{
+		{"page", "GET", "http://127.0.0.1/ui/x?kind=note", "Bearer " + tok, "", "", 200, "page for alice"},
+		{"page from an allowed origin", "GET", "http://127.0.0.1/ui/", "Bearer " + tok, "https://ok.example", "", 200, "page for alice"},
+		{"bearer is case-insensitive", "GET", "http://127.0.0.1/ui/", "bearer " + tok, "", "", 200, "page for alice"},
+		{"no token", "GET", "http://127.0.0.1/ui/", "", "", "", 401, "valid token"},
+		{"bad host", "GET", "http://evil.example/ui/", "Bearer " + tok, "", "", 403, "Host"},
+		{"bad origin", "GET", "http://127.0.0.1/ui/", "Bearer " + tok, "https://evil.example", "", 403, "Origin"},
+		{"token in the query", "GET", "http://127.0.0.1/ui/?t=" + tok, "Bearer " + tok, "", "", 400, "in the URL"},
+		{"credential parameter", "GET", "http://127.0.0.1/ui/?api_key=x", "Bearer " + tok, "", "", 400, "in the URL"},
+		{"big body", "POST", "http://127.0.0.1/ui/", "Bearer " + tok, "", strings.Repeat("x", 2<<10), 413, "--max-body-mb"},
+		{"healthz", "GET", "http://evil.example/healthz", "", "", "", 200, "ok"},
+		{"public page without a token", "GET", "http://127.0.0.1/ui/login", "", "", "", 200, "login page"},
+		{"public page, bad host", "GET", "http://evil.example/ui/login", "", "", "", 403, "Host"},
+		{"public page, bad origin", "POST", "http://127.0.0.1/ui/login", "", "https://evil.example", "", 403, "Origin"},
+		{"public page, token in the URL", "GET", "http://127.0.0.1/ui/login?token=x", "", "", "", 400, "in the URL"},
+		{"healthz post", "POST", "http://127.0.0.1/healthz", "", "", "", 405, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.url, strings.NewReader(tt.body))
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			w := httptest.NewRecorder()
+			g.ServeHTTP(w, r)
+			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.want) {
+				t.Fatalf("%d %q, want %d with %q", w.Code, w.Body.String(), tt.status, tt.want)
+			}
+		})
+	}
+	// A second session beyond --max-sessions 1 is refused.
+	g.sessions.ResolveSessionIdManager(nil).Generate()
+	r := httptest.NewRequest("POST", "http://127.0.0.1/ui/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, r)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "--max-sessions") {
+		t.Fatalf("session over the limit: %d %q", w.Code, w.Body.String())
+	}
+}
