@@ -38,8 +38,16 @@ type Options struct {
 	// under --http after http.StripPrefix); links and redirects use it.
 	Base string
 	// Hosts are the Host header values accepted (host:port, compared
-	// without regard to case). Empty refuses every request.
+	// without regard to case). Empty refuses every request, unless
+	// HostChecked.
 	Hosts []string
+	// HostChecked says the server in front has checked Host already
+	// (--http's guard, against its bind address and --allowed-hosts).
+	HostChecked bool
+	// Challenge, when set, is the WWW-Authenticate header of a refused
+	// request, and Refusal its text (under --http: HTTP Basic, which a
+	// browser asks the person for, with a token as the password).
+	Challenge, Refusal string
 	// Authorized decides whether a request may see the pages, after the
 	// Host, Origin and method checks. Nil refuses every request.
 	Authorized func(*http.Request) bool
@@ -176,7 +184,7 @@ func (u *UI) Handler() http.Handler {
 		for _, kv := range securityHeaders {
 			h.Set(kv[0], kv[1])
 		}
-		if !u.hostOK(r.Host) {
+		if !u.opt.HostChecked && !u.hostOK(r.Host) {
 			http.Error(w, "refused: this Host is not the address the view is served on", http.StatusMisdirectedRequest)
 			return
 		}
@@ -198,7 +206,12 @@ func (u *UI) Handler() http.Handler {
 			return
 		}
 		if u.opt.Authorized == nil || !u.opt.Authorized(r) {
-			http.Error(w, "refused: open the URL the ui command printed (its secret is traded for a cookie on first use)", http.StatusUnauthorized)
+			msg := "refused: open the URL the ui command printed (its secret is traded for a cookie on first use)"
+			if u.opt.Challenge != "" {
+				h.Set("WWW-Authenticate", u.opt.Challenge)
+				msg = u.opt.Refusal
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
 		u.mux.ServeHTTP(w, r)
