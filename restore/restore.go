@@ -55,7 +55,23 @@ type Options struct {
 	Out         io.Writer // the plan and the outcome, for a person
 	Log         hclog.Logger
 	BusyTimeout time.Duration // 0: DefaultBusyTimeout
+	// Timeout bounds the time a restore may take (0: DefaultTimeout,
+	// negative: no bound); past it the restore is rolled back.
+	Timeout time.Duration
+	// MaxGrowth bounds how many bytes the restore may add to the
+	// database beyond four times the snapshot's own size (0:
+	// DefaultMaxGrowth, negative: no bound).
+	MaxGrowth int64
 }
+
+// DefaultTimeout and DefaultMaxGrowth bound a restore (SPEC 5.6): a
+// record or snapshot is untrusted input, and one that would run forever
+// or fill the disk is stopped and rolled back. An honest restore puts
+// back at most about what its file holds, plus its indexes.
+const (
+	DefaultTimeout   = 10 * time.Minute
+	DefaultMaxGrowth = 512 << 20
+)
 
 // Result is what a restore did.
 type Result struct {
@@ -76,6 +92,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = DefaultBusyTimeout
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < 0:
+		o.Timeout = 0
+	}
+	switch {
+	case o.MaxGrowth == 0:
+		o.MaxGrowth = DefaultMaxGrowth
+	case o.MaxGrowth < 0:
+		o.MaxGrowth = 0
 	}
 	var err error
 	if o.DB, err = filepath.Abs(o.DB); err != nil {
@@ -215,6 +243,12 @@ func lockExclusive(db string) (*os.File, error) {
 // and writes its audit row: all of it commits, or none.
 func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	started := time.Now()
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	defer func() { err = budgetErr(ctx, o, err) }()
 	store, err := memory.Open(ctx, o.DB, o.Log)
 	if err != nil {
 		return nil, err
@@ -239,6 +273,12 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	defer func() { _, _ = conn.ExecContext(context.Background(), "DETACH "+snapSchema) }()
 
+	undoCap, err := capGrowth(ctx, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	defer undoCap()
+
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
 	if err != nil {
 		return nil, busyOr(o.DB, o.BusyTimeout, err)
@@ -250,6 +290,10 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	snap, err := readCatalog(ctx, tx, snapSchema)
 	if err != nil {
+		return nil, err
+	}
+	// The snapshot is untrusted: what it would create is checked first.
+	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	plan, err := makePlan(ctx, tx, cur, snap, false)

@@ -29,6 +29,8 @@ type Options struct {
 	// nothing and returns *FullCopyNeeded, and the caller takes a full
 	// copy and applies without Safety.
 	Safety *Safety
+	// DryRun runs every step and check of the apply and rolls it back.
+	DryRun bool
 	// Timeout bounds the apply's time: it is interrupted and rolled
 	// back after it (0: no bound).
 	Timeout time.Duration
@@ -225,7 +227,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		if errors.As(err, &h) {
 			return res, err
 		}
-		return res, hostile("its changeset cannot be read (%v)", err)
+		return res, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
 	}
 
 	if opt.Safety != nil && len(steps) > 0 {
@@ -433,7 +435,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 			return res, hostile("its changeset: %s", v)
 		}
 		if c := rawsqlite.ErrorCode(err) & 0xff; c != rawsqlite.ResultInterrupt && c != rawsqlite.ResultFull && c != rawsqlite.ResultBusy && c != rawsqlite.ResultLocked && c != rawsqlite.ResultNoMem && c != rawsqlite.ResultIOErr {
-			return res, hostile("its changeset cannot be applied (%v)", err)
+			return res, hostile("its changeset cannot be applied (%s)", sqliteWhy(err))
 		}
 		return res, err
 	}
@@ -442,6 +444,9 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
+	if opt.DryRun {
+		return res, nil // rolled back
+	}
 	if safety != nil {
 		// Synced and named before the apply commits, as a statement's
 		// record is: a committed restore always has its way back.

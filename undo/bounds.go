@@ -38,7 +38,7 @@ func hostileRead(err error) error {
 	if err == nil || errors.As(err, &h) {
 		return err
 	}
-	return hostile("it cannot be read as an undo record (%s)", Printable(err.Error()))
+	return hostile("it cannot be read as an undo record (%s)", sqliteWhy(err))
 }
 
 // steps' actions and the SQL keyword of each type a step may name.
@@ -197,4 +197,14 @@ func (opt Options) budgetError(err error, b *timeBudget) error {
 		return &BudgetError{Msg: fmt.Sprintf("the restore would grow the database by more than %d MiB and was rolled back; your database was not changed. The record puts back more than it holds room for; if it is a large honest one, raise --max-growth-mb", opt.MaxGrowth>>20)}
 	}
 	return err
+}
+
+// sqliteWhy is err for a refusal that blames a record: SQLite words a
+// corrupt changeset as a corrupt database, which would blame the
+// person's healthy file.
+func sqliteWhy(err error) string {
+	if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultCorrupt {
+		return "SQLite cannot parse it"
+	}
+	return Printable(err.Error())
 }

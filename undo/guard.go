@@ -126,7 +126,8 @@ func (g *guard) decide(r rawsqlite.AuthRequest) string {
 		}
 	case rawsqlite.AuthPragma:
 		// SQLite's session extension defers foreign keys while it applies.
-		if !readPragmas[fold(r.Arg1)] && !(r.Trigger == "" && fold(r.Arg1) == "defer_foreign_keys") {
+		// R*Tree reads the page size as it creates its table.
+		if !readPragmas[fold(r.Arg1)] && !(r.Trigger == "" && fold(r.Arg1) == "defer_foreign_keys") && !(r.Arg2Null && fold(r.Arg1) == "page_size") {
 			return "it runs PRAGMA " + Printable(r.Arg1) + where
 		}
 	case rawsqlite.AuthFunction:
@@ -221,6 +222,7 @@ func checkedCreate(c *rawsqlite.Conn, g *guard, o Object) error {
 	if o.Name == "" || IsServerName(o.Name) || (o.Type != "view" && o.Table != "" && IsServerName(o.Table)) {
 		return hostile("it would create %s on %s, a name of the server or of SQLite", o.label(), Printable(o.Table))
 	}
+	g.take()
 	g.record(true)
 	st, tail, err := c.Prepare(o.SQL)
 	actions := g.record(false)
@@ -335,6 +337,7 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 
 // compileOnly prepares query under the guard and finalizes it unrun.
 func compileOnly(c *rawsqlite.Conn, g *guard, query string, o Object) error {
+	g.take()
 	st, _, err := c.Prepare(query)
 	if err != nil {
 		if v := g.take(); v != "" {
