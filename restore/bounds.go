@@ -6,7 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 )
@@ -72,4 +77,58 @@ func budgetErr(ctx context.Context, o Options, err error) error {
 		return &undo.BudgetError{Msg: fmt.Sprintf("the restore would grow the database by more than %d MiB beyond four times the snapshot's size and was rolled back; your database was not changed. If the snapshot is an honest one, raise --max-growth-mb", o.MaxGrowth>>20)}
 	}
 	return err
+}
+
+// checkServerObjects refuses a snapshot whose triggers and views on the
+// server's tables are not exactly those the server creates (a trigger
+// that drops appends, a body that rewrites the memory): the server's own
+// are read from a new memory database made here.
+func checkServerObjects(ctx context.Context, snap *catalog) error {
+	dir, err := os.MkdirTemp("", "mcp-sqlite-memory-restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	store, err := memory.Open(ctx, filepath.Join(dir, "fresh.db"), hclog.NewNullLogger())
+	if err != nil {
+		return err
+	}
+	own := map[string]string{}
+	err = func() error {
+		defer store.Close()
+		fresh, err := readFresh(ctx, store)
+		if err != nil {
+			return err
+		}
+		for _, o := range fresh {
+			own[o.typ+"\x00"+policy.FoldName(o.name)] = o.sql
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	for _, o := range snap.objs {
+		if !o.server || (o.typ != "trigger" && o.typ != "view") {
+			continue
+		}
+		if sql, ok := own[o.typ+"\x00"+policy.FoldName(o.name)]; !ok || sql != o.sql {
+			return &undo.HostileError{Source: "snapshot", What: fmt.Sprintf("%s %s on %s is not one the server creates: %s", o.typ, undo.Printable(o.name), undo.Printable(o.tbl), undo.Printable(oneLine(o.sql)))}
+		}
+	}
+	return nil
+}
+
+// readFresh reads the objects of a new memory database.
+func readFresh(ctx context.Context, store *memory.Store) ([]object, error) {
+	conn, err := store.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	c, err := readCatalog(ctx, conn, "main")
+	if err != nil {
+		return nil, err
+	}
+	return c.objs, nil
 }

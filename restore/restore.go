@@ -483,6 +483,15 @@ func planWhole(ctx context.Context, o Options, fresh bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The whole file becomes the snapshot's: its agent objects obey the
+	// rules of any restore, and its server triggers and views must be the
+	// server's own.
+	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+		return nil, err
+	}
+	if err := checkServerObjects(ctx, snap); err != nil {
+		return nil, err
+	}
 	return makePlan(ctx, tx, cur, snap, true)
 }
 

@@ -195,7 +195,18 @@ func TestRestoreRefusesHostileSnapshot(t *testing.T) {
 	if !strings.Contains(out, "the snapshot is malformed or hostile") {
 		t.Errorf("the refusal does not name the snapshot:\n%s", out)
 	}
-	mutateFile(t, snap, `DROP TRIGGER notes_ai; CREATE TABLE evil AS SELECT 1 AS x; CREATE INDEX evil_x ON evil(x)`)
+	// The whole file (--everything): a trigger on memory_events that
+	// drops appends, and a server trigger given another body.
+	mutateFile(t, snap, `DROP TRIGGER notes_ai; CREATE TRIGGER notes_keep BEFORE INSERT ON memory_events WHEN new.content LIKE '%secret%' BEGIN SELECT RAISE(IGNORE); END`)
+	refused(t, db, snap, "trigger notes_keep on memory_events is not one the server creates", "--everything")
+	mutateFile(t, snap, `DROP TRIGGER notes_keep; DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END`)
+	refused(t, db, snap, "trigger memory_events_no_delete on memory_events is not one the server creates", "--everything")
+	mutateFile(t, snap, `DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE DELETE ON memory_events
+    BEGIN SELECT RAISE(ABORT, 'memory_events is append-only'); END`)
+	if out := restoreOK(t, "--db", db, "--everything", "--dry-run", snap); !strings.Contains(out, "dry run: nothing was changed") {
+		t.Fatalf("dry run of the snapshot with the server's own trigger back:\n%s", out)
+	}
+	mutateFile(t, snap, `CREATE TABLE evil AS SELECT 1 AS x; CREATE INDEX evil_x ON evil(x)`)
 	// An honest object of the snapshot still restores.
 	if out := restoreOK(t, "--db", db, snap); !strings.Contains(out, "evil") {
 		t.Fatalf("restore of the snapshot with an honest table:\n%s", out)
