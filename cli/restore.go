@@ -100,6 +100,15 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 		}
 		return &server.UsageError{Msg: "no database given\n" + restoreTry}
 	}
+	if len(rest) == 0 {
+		// The person needs a name: list what there is to restore.
+		if list, err := restore.ListSnapshots(cfg.DB, cfg.SnapshotDir); err == nil {
+			if !strings.Contains(list, "\nTry: ") {
+				list += "\n" + restoreTry
+			}
+			return &server.UsageError{Msg: "restore takes the snapshot file to restore; " + list}
+		}
+	}
 	if len(rest) != 1 {
 		msg := "restore takes the snapshot file to restore"
 		if len(rest) > 1 {

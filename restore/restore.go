@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -147,21 +146,36 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	hold, err := lockExclusive(o.DB)
-	if err != nil {
+	serving := errors.Is(err, filelock.ErrHeld)
+	if err != nil && !(serving && o.DryRun && !fresh) {
+		var he *heldError
+		if errors.As(err, &he) {
+			// Read before this process opens the database through SQLite.
+			hs, _ := otherHolders(o.DB)
+			he.holders = holdersText(hs)
+		}
 		return nil, err
 	}
-	// Closed after every connection below is: closing a descriptor of the
-	// database drops the POSIX locks SQLite holds through its own.
-	defer hold.Close()
+	if hold != nil {
+		// Closed after every connection below is: closing a descriptor of
+		// the database drops the POSIX locks SQLite holds through its own.
+		defer hold.Close()
+	}
 	hs, err := otherHolders(o.DB)
 	if err != nil {
 		o.Log.Debug("could not read the WAL index locks", "error", err)
 	}
-	if err := busyError(o.DB, hs); err != nil {
-		return nil, err
-	}
-	for _, h := range hs {
-		fmt.Fprintf(o.Out, "note: %s has the database open; it sees the restored state from its next transaction on\n", h.describe())
+	if serving {
+		// A dry run changes nothing, so it runs beside a server; its
+		// write transaction is rolled back.
+		fmt.Fprintf(o.Out, "note: a server is using %s%s; this dry run changes nothing, the restore itself needs it stopped\n", o.DB, holdersText(hs))
+	} else {
+		if err := busyError(o.DB, hs); err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			fmt.Fprintf(o.Out, "note: %s has the database open; it sees the restored state from its next transaction on\n", h.describe())
+		}
 	}
 	if fresh {
 		fmt.Fprintf(o.Out, "%s does not exist: the whole snapshot is restored into a new file\n", o.DB)
@@ -231,11 +245,33 @@ func lockExclusive(db string) (*os.File, error) {
 	if err := filelock.Exclusive(f); err != nil {
 		f.Close()
 		if errors.Is(err, filelock.ErrHeld) {
-			return nil, fmt.Errorf("a server is using %s (it holds the file's lock); stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed", db)
+			return nil, &heldError{db: db}
 		}
 		return nil, err
 	}
 	return f, nil
+}
+
+// heldError is the refusal while a server holds the database's lock.
+type heldError struct{ db, holders string }
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("a server is using %s (it holds the file's lock)%s; stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed (restore --dry-run works while it runs)", e.db, e.holders)
+}
+
+func (e *heldError) Is(target error) bool { return target == filelock.ErrHeld }
+
+// holdersText names the processes that have the database open, for a
+// refusal: " (open in mcp-sqlite-memory (pid 12))", or "".
+func holdersText(hs []holder) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.describe()
+	}
+	return ", open in " + strings.Join(parts, ", ")
 }
 
 // agentObjects restores the agent's objects in one transaction on a
@@ -603,43 +639,4 @@ func missingSnapshot(o Options, err error) error {
 		dir = o.SnapshotDir
 	}
 	return fmt.Errorf("no snapshot at %s%s", o.Snapshot, newestHint(o, dir))
-}
-
-// newestHint lists the newest snapshots of the database in dir (or the
-// snapshot folder), with the command that restores the newest.
-func newestHint(o Options, dir string) string {
-	names := newestSnapshots(dir, stem(o.DB), 5)
-	if len(names) == 0 && dir != o.SnapshotDir {
-		dir = o.SnapshotDir
-		names = newestSnapshots(dir, stem(o.DB), 5)
-	}
-	if len(names) == 0 {
-		return fmt.Sprintf("; %s holds no snapshots of %s (destructive_query and the snapshot tool write them there)", dir, filepath.Base(o.DB))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "; the newest in %s are:", dir)
-	for _, n := range names {
-		fmt.Fprintf(&b, "\n  %s", n)
-	}
-	fmt.Fprintf(&b, "\nTry: mcp-sqlite-memory restore --db %s %s", o.DB, filepath.Join(dir, names[0]))
-	return b.String()
-}
-
-// newestSnapshots are the names of stem's snapshots in dir, newest first.
-func newestSnapshots(dir, stem string, n int) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, e := range entries {
-		if ipc.IsSnapshotName(e.Name(), stem) {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	if len(names) > n {
-		names = names[:n]
-	}
-	return names
 }

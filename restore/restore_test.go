@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
@@ -63,6 +64,13 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	snap, err = worker.FullSnapshot(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
 	c.Close()
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The audit row the server writes for a snapshot it took.
+	if err := store.Audit(ctx, memory.AuditEntry{TS: time.Now(), Session: "s", Tool: "snapshot", OK: true, Detail: map[string]any{"snapshot": snap, "reason": "before the change"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustExec(t, db, `DELETE FROM notes WHERE id = 1; DROP TABLE tags; DROP VIEW long_notes; CREATE TABLE later (x);
@@ -295,7 +303,7 @@ func TestRestoreRefusals(t *testing.T) {
 		name, snapshot string
 		want           []string
 	}{
-		{"missing snapshot lists the newest", filepath.Join(dir, "memory.20200101T000000.000Z.db"), []string{"no snapshot at", "the newest in " + dir + " are:\n  " + filepath.Base(snap), "Try: mcp-sqlite-memory restore --db " + db + " " + snap}},
+		{"missing snapshot lists the newest", filepath.Join(dir, "memory.20200101T000000.000Z.db"), []string{"no snapshot at", "the newest in " + dir + " are:\n  " + filepath.Base(snap) + "  full copy, ", ", by snapshot (reason: before the change)", "Try: mcp-sqlite-memory restore --db " + db + " " + snap}},
 		{"not a database", notDB, []string{"is not a SQLite database"}},
 		{"empty database", empty, []string{"is an empty database"}},
 		{"the database itself", db, []string{"is the database itself"}},

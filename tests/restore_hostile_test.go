@@ -2,6 +2,7 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -269,4 +270,64 @@ func TestRestoreEscapesRecordText(t *testing.T) {
 	}
 	mutateFile(t, noise, "UPDATE undo_changeset SET data = x'540102030405060708'")
 	refused(t, db, noise, "changeset")
+}
+
+// TestRestoreListsAndProposesOnlyAuditedSnapshots is issue 29 item 5 and
+// issue 31 item 6: a missing snapshot (or none) lists the snapshots newest
+// first with their kind, size and the call that wrote them (from the audit
+// log); the "Try:" line never proposes a file the server did not write,
+// such as one planted with a name dated in the future. A dry run works
+// while the server runs; the real restore's refusal names the process.
+func TestRestoreListsAndProposesOnlyAuditedSnapshots(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := start(t, db, "--snapshot-mode", "undo", "--standby-workers", "1")
+	s.ok("write_query", q("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"))
+	s.ok("write_query", q("INSERT INTO notes(body) VALUES ('a'), ('b'), ('c')"))
+	rec, _ := destroy(t, s, "DELETE FROM notes WHERE id > 2")
+	text := s.ok("snapshot", map[string]any{"reason": "before the refactor"})
+	full := strings.TrimSpace(strings.TrimPrefix(text, "ok: snapshot written: "))
+	s.audited(db)
+
+	// While the server runs: a dry run works, a restore names the process.
+	if out := restoreOK(t, "--db", db, "--dry-run", rec); !strings.Contains(out, "this dry run changes nothing") || !strings.Contains(out, "would put back: 1 rows") {
+		t.Fatalf("dry run beside the server:\n%s", out)
+	}
+	out, err := exec.Command(serverBin, "restore", "--db", db, rec).CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(out), "a server is using "+db) || !strings.Contains(string(out), "open in mcp-sqlite-memo") || !strings.Contains(string(out), "--dry-run works") {
+		t.Fatalf("restore beside the server: exit %d\n%s", exitCode(err), out)
+	}
+	s.c.Close()
+
+	dir := filepath.Dir(full)
+	planted := filepath.Join(dir, "memory.20991231T235959.999Z.db")
+	unaudited := filepath.Join(dir, "memory.20200101T000000.000Z.db")
+	for _, p := range []string{planted, unaudited} {
+		if err := copyFile(full, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outText, code := restoreRun(t, "--db", db, filepath.Join(dir, "memory.20210101T000000.000Z.db"))
+	wantTry := "Try: mcp-sqlite-memory restore --db " + db + " " + full
+	for _, want := range []string{
+		"no snapshot at",
+		"  " + filepath.Base(full) + "  full copy, ",
+		", by snapshot (reason: before the refactor)",
+		"  " + filepath.Base(rec) + "  undo record, ",
+		", by destructive_query: DELETE FROM notes WHERE id > 2 (reason: e2e)",
+		"  " + filepath.Base(planted) + "  full copy, ",
+		"not proposed: no audit row of the database names it, so the server did not write it; its name is dated in the future",
+		wantTry,
+	} {
+		if code != 1 || !strings.Contains(outText, want) {
+			t.Errorf("restore of a missing snapshot: exit %d, lacks %q:\n%s", code, want, outText)
+		}
+	}
+	if strings.Index(outText, filepath.Base(full)) > strings.Index(outText, filepath.Base(rec)) {
+		t.Errorf("not newest first:\n%s", outText)
+	}
+	outText, code = restoreRun(t, "--db", db)
+	if code != 2 || !strings.Contains(outText, filepath.Base(rec)+"  undo record") || !strings.Contains(outText, wantTry) {
+		t.Errorf("restore with no snapshot: exit %d\n%s", code, outText)
+	}
 }
