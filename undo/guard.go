@@ -285,11 +285,9 @@ func checkedCreate(c *rawsqlite.Conn, g *guard, o Object) error {
 // A body that reaches a server object is refused, and so is a trigger
 // whose body never compiled.
 func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
-	on, err := c.DBConfig(rawsqlite.ConfigEnableTrigger, true)
-	if err != nil {
+	if _, err := c.DBConfig(rawsqlite.ConfigEnableTrigger, true); err != nil {
 		return err
 	}
-	_ = on
 	defer c.DBConfig(rawsqlite.ConfigEnableTrigger, false)
 	tables := map[string]bool{}
 	var triggers []Object
