@@ -132,3 +132,12 @@ func readFresh(ctx context.Context, store *memory.Store) ([]object, error) {
 	}
 	return c.objs, nil
 }
+
+// snapshotFault is an error reading the attached snapshot: a corrupt
+// snapshot is the snapshot's fault, not the database's.
+func snapshotFault(err error) error {
+	if sqliteCode(err) == rawsqlite.ResultCorrupt {
+		return &undo.HostileError{Source: "snapshot", What: "SQLite finds it corrupt"}
+	}
+	return err
+}

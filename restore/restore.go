@@ -223,6 +223,9 @@ func kindOf(src *rawsqlite.Conn, path string) (string, error) {
 		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNotADB {
 			return "", fmt.Errorf("%s is not a SQLite database; pick a file from the snapshot folder (<stem>.<time>Z.db)", path)
 		}
+		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultCorrupt {
+			return "", &undo.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
+		}
 		return "", fmt.Errorf("read the snapshot %s: %w", path, err)
 	}
 	if undo.IsRecord(path) {
@@ -326,7 +329,7 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	snap, err := readCatalog(ctx, tx, snapSchema)
 	if err != nil {
-		return nil, err
+		return nil, snapshotFault(err)
 	}
 	// The snapshot is untrusted: what it would create is checked first.
 	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
