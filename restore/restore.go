@@ -555,7 +555,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	summary := res.Plan.summary()
 	switch {
 	case res.Undo != nil:
-		what = "applied the undo record " + o.Snapshot + " of: " + oneLine(res.Undo.Statement) + " (the memory log, checkpoints and audit log were kept)"
+		what = "applied the undo record " + o.Snapshot + " of: " + undo.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
 		summary = undoSummary(res.Undo)
 	case res.Plan.Everything:
 		what = "restored the whole file from " + o.Snapshot + " (--everything)"

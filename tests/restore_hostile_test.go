@@ -293,6 +293,10 @@ func TestRestoreListsAndProposesOnlyAuditedSnapshots(t *testing.T) {
 	if out := restoreOK(t, "--db", db, "--dry-run", rec); !strings.Contains(out, "this dry run changes nothing") || !strings.Contains(out, "would put back: 1 rows") {
 		t.Fatalf("dry run beside the server:\n%s", out)
 	}
+	if out := restoreOK(t, "--db", db, "--dry-run", full); !strings.Contains(out, "this dry run changes nothing") || !strings.Contains(out, "notes: 2 -> 2, replaced") {
+		t.Fatalf("dry run of a full snapshot beside the server:\n%s", out)
+	}
+	s.ok("append_event", map[string]any{"content": "the server still serves"})
 	out, err := exec.Command(serverBin, "restore", "--db", db, rec).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "a server is using "+db) || !strings.Contains(string(out), "open in mcp-sqlite-memo") || !strings.Contains(string(out), "--dry-run works") {
 		t.Fatalf("restore beside the server: exit %d\n%s", exitCode(err), out)
