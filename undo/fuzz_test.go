@@ -2,6 +2,7 @@ package undo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,9 +146,13 @@ func FuzzApply(f *testing.F) {
 		f.Add(s.op, s.which, s.text)
 	}
 	base := newFuzzBase(f)
-	n := 0
 	f.Fuzz(func(t *testing.T, op uint8, which bool, text string) {
-		n++
+		// Apply must end within its budget: a hang is a failure the
+		// fuzzer keeps (a panic off the test goroutine crashes the run).
+		watchdog := time.AfterFunc(30*time.Second, func() {
+			panic(fmt.Sprintf("apply did not end within 30 s: op %d, which %v, text %q", op, which, text))
+		})
+		defer watchdog.Stop()
 		dir := t.TempDir()
 		db, rec := filepath.Join(dir, "db.sqlite"), filepath.Join(dir, "rec.undo.db")
 		copyTo(t, base.db, db)
