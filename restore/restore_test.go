@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
@@ -365,5 +367,33 @@ func TestRestoreIntoMissingFile(t *testing.T) {
 	}
 	if got := query(t, db, "SELECT id, kind FROM memory_events ORDER BY id"); got != "1|note\n2|restore\n" {
 		t.Errorf("events: %s", got)
+	}
+}
+
+// TestRestoreRefusesHostileSnapshots: a full snapshot whose agent objects
+// reach the server's is refused as the snapshot's fault, in a dry run
+// too, and a restore over its time budget is rolled back; neither changes
+// the database.
+func TestRestoreRefusesHostileSnapshots(t *testing.T) {
+	db, snap, store := setup(t)
+	store.Close()
+	unchanged := state(t, db)
+	events := query(t, db, "SELECT count(*), group_concat(hash) FROM memory_events")
+	mustExec(t, snap, "CREATE TRIGGER notes_rewrite AFTER UPDATE ON notes BEGIN UPDATE memory_events SET content = 'x'; END")
+	for _, dry := range []bool{true, false} {
+		_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, DryRun: dry})
+		var h *undo.HostileError
+		if !errors.As(err, &h) || !strings.Contains(err.Error(), "the snapshot is malformed or hostile: the triggers on notes: it reaches memory_events, which belongs to the server or to SQLite (in trigger or view notes_rewrite)") {
+			t.Fatalf("dry run %v: %v", dry, err)
+		}
+	}
+	mustExec(t, snap, "DROP TRIGGER notes_rewrite")
+	_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, Timeout: time.Nanosecond})
+	var be *undo.BudgetError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {
+		t.Fatalf("restore with a 1 ns budget: %v", err)
+	}
+	if state(t, db) != unchanged || query(t, db, "SELECT count(*), group_concat(hash) FROM memory_events") != events {
+		t.Fatal("a refused restore changed the database")
 	}
 }

@@ -294,7 +294,7 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 	for _, o := range objs {
 		switch o.Type {
 		case "view":
-			if err := compileOnly(c, g, "SELECT * FROM "+quote(o.Name), o); err != nil {
+			if err := compileOnly(c, g, "SELECT * FROM "+quote(o.Name), o.label()); err != nil {
 				return err
 			}
 		case "trigger":
@@ -320,7 +320,7 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 			stmts = append(stmts, "UPDATE "+quote(o.Table)+" SET "+strings.Join(set, ", "))
 		}
 		for _, s := range stmts {
-			if err := compileOnly(c, g, s, o); err != nil {
+			if err := compileOnly(c, g, s, "the triggers on "+Printable(o.Table)); err != nil {
 				return err
 			}
 		}
@@ -334,14 +334,14 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 }
 
 // compileOnly prepares query under the guard and finalizes it unrun.
-func compileOnly(c *rawsqlite.Conn, g *guard, query string, o Object) error {
+func compileOnly(c *rawsqlite.Conn, g *guard, query string, label string) error {
 	g.take()
 	st, _, err := c.Prepare(query)
 	if err != nil {
 		if v := g.take(); v != "" {
-			return hostile("%s: %s", o.label(), v)
+			return hostile("%s: %s", label, v)
 		}
-		return hostile("%s does not compile (%v)", o.label(), err)
+		return hostile("%s cannot be compiled (%s)", label, Printable(err.Error()))
 	}
 	if st != nil {
 		st.Finalize()
