@@ -67,6 +67,7 @@ func docsizeDelete(t testing.TB) []byte {
 func TestHostileRecords(t *testing.T) {
 	for _, tt := range []struct {
 		name, stmt, mutation, want string
+		setup                      string // run on the database first
 		changeset                  func(testing.TB) []byte
 	}{
 		{name: "the issue's extra statements", stmt: "DROP TABLE child",
@@ -102,6 +103,10 @@ func TestHostileRecords(t *testing.T) {
 		{name: "a drop of the index's shadow table", stmt: "DROP INDEX child_pid",
 			mutation: `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('drop', 'table', 'memory_events_fts_data', 'memory_events_fts_data', 'x')`,
 			want:     "memory_events_fts_data"},
+		{name: "a drop of a trigger on the memory, declared on child", stmt: "DROP INDEX child_pid",
+			mutation: `INSERT INTO undo_schema(action, type, name, tbl_name, sql) SELECT 'drop', 'trigger', 'mem_guard', 'child', 'CREATE TRIGGER mem_guard BEFORE DELETE ON memory_events BEGIN SELECT RAISE(ABORT, ''append-only''); END'`,
+			setup:    "CREATE TRIGGER mem_guard BEFORE DELETE ON memory_events BEGIN SELECT RAISE(ABORT, 'append-only'); END",
+			want:     "reaches memory_events"},
 		{name: "a copy that is an endless view", stmt: "DROP TABLE child",
 			mutation: `DROP TABLE undo_copy_1; CREATE VIEW undo_copy_1 AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS rowid, i AS id, i AS pid, zeroblob(1000) AS note, NULL AS data FROM n`,
 			want:     "is not a table of the record"},
@@ -118,7 +123,11 @@ func TestHostileRecords(t *testing.T) {
 			want:     "virtual table"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			db, dir := openFixture(t, serverFixture)
+			extra := serverFixture
+			if tt.setup != "" {
+				extra += "; " + tt.setup
+			}
+			db, dir := openFixture(t, extra)
 			path, _, err := record(t, db, dir, tt.stmt)
 			if err != nil {
 				t.Fatal(err)
