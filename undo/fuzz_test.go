@@ -216,6 +216,8 @@ func FuzzCheckSnapshot(f *testing.F) {
 		{"trigger", "mt", "memory_events", "CREATE TRIGGER mt BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END"},
 		{"view", "v", "v", "CREATE VIEW v AS SELECT * FROM parent"},
 		{"view", "v", "v", "CREATE VIEW v AS SELECT * FROM memory_events_fts_data"},
+		{"view", "v", "v", "CREATE VIEW v AS SELECT rowid, content FROM memory_events_fts WHERE memory_events_fts MATCH 'secret'"},
+		{"trigger", "parent_t", "parent", "CREATE TRIGGER parent_t AFTER INSERT ON parent BEGIN INSERT INTO child(pid) SELECT id FROM memory_events; END"},
 		{"index", "i", "parent", "CREATE INDEX i ON parent(name)"},
 		{"index", "i", "parent", "CREATE INDEX i ON memory_events(content)"},
 	} {

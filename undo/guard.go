@@ -61,6 +61,7 @@ type guard struct {
 	vtabs     bool // CREATE VIRTUAL TABLE ... USING fts5 or rtree allowed (full snapshots)
 	upkeep    bool // writes to sqlite_sequence allowed (the restore's own putSequence)
 	recording bool
+	viewReads bool // compiling a view: it may read the server's tables (the server's start check allows such views too)
 	actions   []rawsqlite.AuthRequest
 	triggers  map[string]bool // folded names of triggers whose bodies compiled
 }
@@ -111,6 +112,9 @@ func (g *guard) decide(r rawsqlite.AuthRequest) string {
 	for _, n := range names(r) {
 		if n == "" || !IsServerName(n) {
 			continue
+		}
+		if g.viewReads && r.Action == rawsqlite.AuthRead && fold(n) != "sqlite_dbpage" {
+			continue // a view reads; only triggers and writes are refused
 		}
 		if hasSQLitePrefix(n) && g.sqliteOwn(r, n) {
 			continue
@@ -282,8 +286,10 @@ func checkedCreate(c *rawsqlite.Conn, g *guard, o Object) error {
 // probe compiles, under the guard, what makes SQLite compile the bodies of
 // the views and triggers just created: a SELECT of each view, and each
 // kind of write to the table or view a trigger is on (none of it runs).
-// A body that reaches a server object is refused, and so is a trigger
-// whose body never compiled.
+// A trigger body that reaches a server object (reads included) is
+// refused, and so is a trigger whose body never compiled; a view may read
+// the server's tables (it cannot write), as the server's start check
+// allows.
 func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 	if _, err := c.DBConfig(rawsqlite.ConfigEnableTrigger, true); err != nil {
 		return err
@@ -294,7 +300,14 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 	for _, o := range objs {
 		switch o.Type {
 		case "view":
-			if err := compileOnly(c, g, "SELECT * FROM "+quote(o.Name), o.label()); err != nil {
+			g.mu.Lock()
+			g.viewReads = true
+			g.mu.Unlock()
+			err := compileOnly(c, g, "SELECT * FROM "+quote(o.Name), o.label())
+			g.mu.Lock()
+			g.viewReads = false
+			g.mu.Unlock()
+			if err != nil {
 				return err
 			}
 		case "trigger":

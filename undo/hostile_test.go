@@ -79,9 +79,12 @@ func TestHostileRecords(t *testing.T) {
 		{name: "a trigger on child writing memory_events", stmt: "DROP TRIGGER parent_gone",
 			mutation: `UPDATE undo_schema SET sql = 'CREATE TRIGGER parent_gone AFTER DELETE ON parent BEGIN INSERT OR REPLACE INTO memory_events(id, content) VALUES (1, ''rewritten''); END' WHERE action = 'create'`,
 			want:     "reaches memory_events, which belongs to the server or to SQLite (in trigger or view parent_gone)"},
-		{name: "a view reading the audit log", stmt: "DROP VIEW names",
-			mutation: `UPDATE undo_schema SET sql = 'CREATE VIEW names AS SELECT tool AS name FROM query_log' WHERE action = 'create'`,
-			want:     "query_log"},
+		{name: "a trigger reading the audit log", stmt: "DROP TRIGGER parent_gone",
+			mutation: `UPDATE undo_schema SET sql = 'CREATE TRIGGER parent_gone AFTER DELETE ON parent BEGIN INSERT INTO audit(what) SELECT tool FROM query_log; END' WHERE action = 'create'`,
+			want:     "reaches query_log"},
+		{name: "a view over sqlite_dbpage", stmt: "DROP VIEW names",
+			mutation: `UPDATE undo_schema SET sql = 'CREATE VIEW names AS SELECT data AS name FROM sqlite_dbpage' WHERE action = 'create'`,
+			want:     "sqlite_dbpage"},
 		{name: "an index declared on child made on the index", stmt: "DROP INDEX child_pid",
 			mutation: `UPDATE undo_schema SET sql = 'CREATE INDEX child_pid ON memory_events(content)' WHERE action = 'create'`,
 			want:     "memory_events"},
@@ -211,6 +214,56 @@ func TestPrintable(t *testing.T) {
 	} {
 		if got := Printable(tt.in); got != tt.want {
 			t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestViewsMayReadTheMemory: a view that reads the server's tables or the
+// index is restored (a view cannot write; the server's start check allows
+// it too), and works.
+func TestViewsMayReadTheMemory(t *testing.T) {
+	for _, sql := range []string{
+		"CREATE VIEW names AS SELECT tool AS name FROM query_log",
+		"CREATE VIEW names AS SELECT content AS name FROM memory_events_fts WHERE memory_events_fts MATCH 'secret'",
+		"CREATE VIEW names AS SELECT e.content AS name FROM memory_events e JOIN parent p ON p.id = e.id",
+	} {
+		db, dir := openFixture(t, serverFixture)
+		path, _, err := record(t, db, dir, "DROP VIEW names")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mutate(t, path, "UPDATE undo_schema SET sql = '"+strings.ReplaceAll(sql, "'", "''")+"' WHERE action = 'create'")
+		before := serverDigest(t, db)
+		if _, err := Apply(db, path, Options{}); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if n, err := scalar(db, "SELECT count(*) FROM names"); err != nil || n == 0 {
+			t.Fatalf("%s: %d rows, %v", sql, n, err)
+		}
+		if serverDigest(t, db) != before {
+			t.Fatalf("%s: the server's tables changed", sql)
+		}
+	}
+}
+
+// TestCheckSnapshotViews: a snapshot's view may read the memory and its
+// index; a trigger body may not.
+func TestCheckSnapshotViews(t *testing.T) {
+	base := []Object{{Type: "table", Name: "notes", Table: "notes", SQL: "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)"}}
+	for _, tt := range []struct {
+		o    Object
+		want string // "" when accepted
+	}{
+		{Object{Type: "view", Name: "recent", Table: "recent", SQL: "CREATE VIEW recent AS SELECT id, content FROM memory_events ORDER BY id DESC LIMIT 5"}, ""},
+		{Object{Type: "view", Name: "found", Table: "found", SQL: "CREATE VIEW found AS SELECT rowid, snippet(memory_events_fts, 0, '[', ']', '...', 8) FROM memory_events_fts WHERE memory_events_fts MATCH 'x'"}, ""},
+		{Object{Type: "trigger", Name: "notes_t", Table: "notes", SQL: "CREATE TRIGGER notes_t AFTER INSERT ON notes BEGIN UPDATE notes SET body = (SELECT content FROM memory_events LIMIT 1); END"}, "the triggers on notes: it reaches memory_events"},
+	} {
+		err := CheckSnapshot(append(append([]Object{}, base...), tt.o))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.o.Name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want %q", tt.o.Name, err, tt.want)
 		}
 	}
 }

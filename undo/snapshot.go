@@ -13,8 +13,8 @@ const serverStubs = `CREATE TABLE memory_events(id INTEGER PRIMARY KEY, ts TEXT,
 CREATE TABLE memory_checkpoints(id INTEGER PRIMARY KEY, ts TEXT, session TEXT, summary TEXT, last_event_id INTEGER, head_hash TEXT);
 CREATE TABLE query_log(id INTEGER PRIMARY KEY, ts TEXT, session TEXT, tool TEXT, query TEXT, ok INTEGER, rows INTEGER, error TEXT, duration_ms INTEGER, detail TEXT);
 CREATE TABLE query_errors(id, ts, tool, query, error);
-CREATE TABLE memory_events_fts(content, kind);
-CREATE TABLE memory_checkpoints_fts(summary);`
+CREATE VIRTUAL TABLE memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id');
+CREATE VIRTUAL TABLE memory_checkpoints_fts USING fts5(summary, content='memory_checkpoints', content_rowid='id');`
 
 // CheckSnapshot checks the agent's objects of a full snapshot, in the
 // order a restore creates them (tables, then indexes, views and
@@ -33,9 +33,8 @@ func CheckSnapshot(objs []Object) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := c.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
-		return err
-	}
+	// trusted_schema stays on: nothing of the snapshot runs here but its
+	// CREATE statements, and a view using FTS5's functions must compile.
 	if _, err := c.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
 		return err
 	}
