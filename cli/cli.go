@@ -68,6 +68,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, exportCmd(ctx, args[1:], env))
 		case "import":
 			return report(env, importCmd(ctx, args[1:], env))
+		case "ui":
+			return report(env, uiCmd(ctx, args[1:], env))
 		case "eval":
 			return report(env, evalCmd(ctx, args[1:], env))
 		case "version":

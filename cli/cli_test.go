@@ -60,6 +60,12 @@ func TestRun(t *testing.T) {
 		{name: "help lists eval", args: []string{"--help"}, code: 0, stdout: "mcp-sqlite-memory eval --scripted | --model M"},
 		{name: "help SUBCOMMAND", args: []string{"help", "restore"}, code: 0, stdout: "Usage: mcp-sqlite-memory restore --db PATH SNAPSHOT"},
 		{name: "help of nothing known", args: []string{"help", "nope"}, code: 2, stderr: `no help for "nope"`},
+		{name: "ui help", args: []string{"ui", "--help"}, code: 0, stdout: "Usage: mcp-sqlite-memory ui --db PATH [--addr 127.0.0.1:0]"},
+		{name: "ui without database", args: []string{"ui"}, code: 2, stderr: "no database given"},
+		{name: "ui on a public address", args: []string{"ui", "--db", shop, "--addr", "0.0.0.0:0"}, code: 2, stderr: "not a loopback address"},
+		{name: "ui on a name", args: []string{"ui", "--db", shop, "--addr", "example.com:80"}, code: 2, stderr: "not a loopback address"},
+		{name: "ui without a chain", args: []string{"ui", "--db", shop}, code: 2, stderr: "no memory_events table"},
+		{name: "ui of a missing file", args: []string{"ui", "--db", filepath.Join(dir, "none.db")}, code: 2, stderr: "none.db"},
 		{name: "help after flags", args: []string{"call", "--db", "x.db", "--help"}, code: 0, stdout: "Usage: mcp-sqlite-memory call --db PATH"},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/version"
 )
 
 // help is one subcommand's --help. Every subcommand prints the same
@@ -161,6 +161,29 @@ are restored one by one, newest first.`,
 			},
 		}
 	},
+	"ui": func() help {
+		return help{
+			usage: "ui --db PATH [--addr 127.0.0.1:0]",
+			about: `Serves the person's read-only view of the memory on a loopback address and
+prints its URL with a one-time secret, which the first visit trades for a
+cookie: the timeline of events and checkpoints (filters, ranked search),
+the chain's state and its JSON Lines export, the audit log with a chart of
+calls per hour, the snapshots with the restore command of each, and the
+agent's tables and views. It reads through SQLite, read-only, and never
+changes the file; servers may run on it meanwhile. Stop it with Ctrl-C.
+See docs/ui.md.`,
+			flags: [][2]string{
+				{"--db PATH", "the memory database"},
+				{"--addr HOST:PORT", "the loopback address to serve on (default 127.0.0.1:0: a free port)"},
+				{"--snapshot-dir PATH", "the snapshot folder to list (default <db dir>/<stem>.snapshots)"},
+				{"-v, --verbose", "debug logs on stderr"},
+			},
+			examples: []string{
+				"mcp-sqlite-memory ui --db ~/.local/share/agent-memory/memory.db",
+				"mcp-sqlite-memory ui --db memory.db --addr 127.0.0.1:8765",
+			},
+		}
+	},
 	"eval": func() help {
 		fs, _ := newEvalFlags()
 		return help{
@@ -189,7 +212,7 @@ runs its workers this way; by hand it is for fuzzing and debugging.`,
 	"version": func() help {
 		return help{
 			usage:    "version",
-			about:    `Prints the version of this build (also: --version): the module version, else the VCS revision (+dirty), else "devel".`,
+			about:    `Prints the version of this build (also: --version) and its commit: a release's version, else the module version, else the VCS revision (+dirty), else "devel".`,
 			examples: []string{"mcp-sqlite-memory version   # the same as: mcp-sqlite-memory --version"},
 		}
 	},
@@ -267,5 +290,5 @@ func wantsVersion(args []string) bool {
 }
 
 func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "mcp-sqlite-memory %s\n", server.Version())
+	fmt.Fprintln(w, version.Line("mcp-sqlite-memory"))
 }

@@ -43,6 +43,19 @@ type TableChange struct {
 	// NULL", ...) or "trigger NAME" (or "trigger" when SQLite does not say
 	// which).
 	Via string `json:"via,omitempty"`
+	// Triggers names the triggers of a Via "trigger ..." (the form quotes
+	// each name).
+	Triggers []string `json:"triggers,omitempty"`
+	// Uncounted marks a virtual table whose changed rows the dry run could
+	// not all count (what triggers do to it, a command or REPLACE the
+	// counts do not explain): Deleted, Updated and Inserted are what it
+	// measured, and more rows may change.
+	Uncounted bool `json:"uncounted,omitempty"`
+	// Net marks a virtual table counted from its rows before and after
+	// the dry run (an FTS5 command, a trigger's writes): Inserted minus
+	// Deleted is its net change, which the real run counts again
+	// (Request.Recount).
+	Net bool `json:"net,omitempty"`
 }
 
 // Object change actions.

@@ -67,9 +67,13 @@ type Request struct {
 	// Preview asks for a dry run of the statement instead of the
 	// statement (SPEC 5.5); see PreviewRequest.
 	Preview *PreviewRequest `json:"preview,omitempty"`
-	View    *View           `json:"view,omitempty"`
-	Table   *Table          `json:"table,omitempty"`
-	Search  *Search         `json:"search,omitempty"`
+	// Recount names the virtual tables whose rows the real run of a
+	// confirmed statement counts before and after (Response.Recounted):
+	// those its preview counted by their net change (TableChange.Net).
+	Recount []string `json:"recount,omitempty"`
+	View    *View    `json:"view,omitempty"`
+	Table   *Table   `json:"table,omitempty"`
+	Search  *Search  `json:"search,omitempty"`
 }
 
 // Caps bound what a result may contain (SPEC 3 and 8).
@@ -186,6 +190,9 @@ type Response struct {
 	// answer (a read; with CommitIfHarmless, a write that overwrote
 	// nothing, committed).
 	Preview *Preview `json:"preview,omitempty"`
+	// Recounted is the net change in rows of each table the request named
+	// in Recount (after minus before), for those that could be counted.
+	Recounted map[string]int64 `json:"recounted,omitempty"`
 }
 
 // Err returns the response's failure as an *errcode.Error, or nil.

@@ -41,16 +41,25 @@ func SnapshotFileName(stem, tag string, taken time.Time) string {
 // them. The stamp comes first, so names sort in time order whatever their
 // tag.
 func IsSnapshotName(name, stem string) bool {
+	_, ok := SnapshotStamp(name, stem)
+	return ok
+}
+
+// SnapshotStamp is the time in the name of a snapshot of stem (UTC), and
+// whether name is one. The name is only what a file says of itself: a
+// planted file, or one written before the clock was set back, may carry
+// any time.
+func SnapshotStamp(name, stem string) (time.Time, bool) {
 	for _, tag := range SnapshotTags {
 		end := "Z" + tag + ".db"
 		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
 			continue
 		}
-		if _, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
-			return true
+		if t, err := time.Parse(stampLayout, name[len(stem)+1:len(name)-len(end)]); err == nil {
+			return t, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }
 
 // SnapshotLeftovers lists what stopped snapshots of stem left in dir:

@@ -55,7 +55,7 @@ func TestMarkBusy(t *testing.T) {
 // with ErrBusy.
 func TestAppendBusy(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits BusyTimeout (5 s)")
+		t.Skip("-short: waits BusyTimeout (5 s); .ci/run's full-size step runs it")
 	}
 	path := filepath.Join(t.TempDir(), "memory.db")
 	s := openStore(t, path)

@@ -187,7 +187,7 @@ func TestIndexCatchesUp(t *testing.T) {
 func TestReferenceAppendsToIndexedFile(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found")
+		t.Skip("python3 not found (.ci/run installs it)")
 	}
 	ctx := context.Background()
 	path := copyReference(t)

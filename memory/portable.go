@@ -2,16 +2,20 @@ package memory
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -180,83 +184,81 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // ErrTargetNotEmpty: Import's target already holds memory rows.
 var ErrTargetNotEmpty = errors.New("the target database already holds memory events or checkpoints; import builds a new memory, into a new file or one without them")
 
-// item is one line of an export. Fields are pointers so that a missing
-// one is told from an empty one.
-type item struct {
-	Type        string  `json:"type"`
-	ID          *int64  `json:"id"`
-	TS          *string `json:"ts"`
-	Session     *string `json:"session"`
-	Kind        *string `json:"kind"`
-	Content     *string `json:"content"`
-	PrevHash    *string `json:"prev_hash"`
-	Hash        *string `json:"hash"`
-	Summary     *string `json:"summary"`
-	LastEventID *int64  `json:"last_event_id"`
-	HeadHash    *string `json:"head_hash"`
+// exportKeys are the keys of each kind of line, exactly as Export writes
+// them (and "type").
+var exportKeys = map[string][]string{
+	"event":      {"id", "ts", "session", "kind", "content", "prev_hash", "hash"},
+	"checkpoint": {"id", "ts", "session", "summary", "last_event_id", "head_hash"},
 }
+
+// intKeys are the keys whose values are integers; the others are strings.
+var intKeys = map[string]bool{"id": true, "last_event_id": true}
 
 // readItems reads an export line by line and calls fn with each line's
 // number and its event or checkpoint (isEvent tells which). A line that is
-// not one JSON object of either shape is a *LineError.
+// not one JSON object of either shape, keys matched exactly and each once,
+// UTF-8 and at most MaxLineBytes long, is a *LineError.
 func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoint) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
+	var buf []byte
 	for n := 1; ; n++ {
-		raw, err := br.ReadBytes('\n')
-		if len(raw) == 0 && err == io.EOF {
-			return nil
+		raw, err := readLine(br, buf)
+		if errors.Is(err, errLineTooLong) {
+			return &LineError{n, err.Error()}
 		}
 		if err != nil && err != io.EOF {
 			return err
 		}
-		raw = bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
-		var it item
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if derr := dec.Decode(&it); derr != nil {
-			return &LineError{n, "not an export line (one JSON object per line): " + derr.Error()}
+		if len(raw) == 0 && err == io.EOF {
+			return nil
 		}
-		if dec.More() {
-			return &LineError{n, "more than one JSON value on the line"}
+		buf = raw
+		keys, values, perr := parseObject(raw)
+		if perr != nil {
+			return &LineError{n, "not an export line (one JSON object per line): " + perr.Error()}
+		}
+		typ, ok := values["type"]
+		if !ok || typ.isNum {
+			return &LineError{n, `"type" must be "event" or "checkpoint"`}
+		}
+		want, ok := exportKeys[typ.str]
+		if !ok {
+			return &LineError{n, fmt.Sprintf(`"type" must be "event" or "checkpoint", got %q`, typ.str)}
+		}
+		for _, k := range keys {
+			switch {
+			case k == "type":
+			case !slices.Contains(want, k):
+				other := "event"
+				if typ.str == "event" {
+					other = "checkpoint"
+				}
+				if slices.Contains(exportKeys[other], k) {
+					return &LineError{n, fmt.Sprintf("a %s line has the %s field %q", typ.str, other, k)}
+				}
+				return &LineError{n, fmt.Sprintf("unknown field %q (keys match exactly, in lower case: %s)", k, strings.Join(want, ", "))}
+			case values[k].isNum != intKeys[k]:
+				kind := "a string"
+				if intKeys[k] {
+					kind = "an integer"
+				}
+				return &LineError{n, fmt.Sprintf("the value of %q must be %s", k, kind)}
+			}
 		}
 		var missing []string
-		need := func(name string, ok bool) {
-			if !ok {
-				missing = append(missing, `"`+name+`"`)
+		for _, k := range want {
+			if _, ok := values[k]; !ok {
+				missing = append(missing, `"`+k+`"`)
 			}
 		}
-		switch it.Type {
-		case "event":
-			need("id", it.ID != nil)
-			need("ts", it.TS != nil)
-			need("session", it.Session != nil)
-			need("kind", it.Kind != nil)
-			need("content", it.Content != nil)
-			need("prev_hash", it.PrevHash != nil)
-			need("hash", it.Hash != nil)
-			if it.Summary != nil || it.LastEventID != nil || it.HeadHash != nil {
-				return &LineError{n, "an event line has checkpoint fields (summary, last_event_id, head_hash)"}
-			}
-			if len(missing) > 0 {
-				return &LineError{n, fmt.Sprintf("event line lacks %v", missing)}
-			}
-			err = fn(n, true, Event{ID: *it.ID, TS: *it.TS, Session: *it.Session, Kind: *it.Kind, Content: *it.Content, PrevHash: *it.PrevHash, Hash: *it.Hash}, Checkpoint{})
-		case "checkpoint":
-			need("id", it.ID != nil)
-			need("ts", it.TS != nil)
-			need("session", it.Session != nil)
-			need("summary", it.Summary != nil)
-			need("last_event_id", it.LastEventID != nil)
-			need("head_hash", it.HeadHash != nil)
-			if it.Kind != nil || it.Content != nil || it.PrevHash != nil || it.Hash != nil {
-				return &LineError{n, "a checkpoint line has event fields (kind, content, prev_hash, hash)"}
-			}
-			if len(missing) > 0 {
-				return &LineError{n, fmt.Sprintf("checkpoint line lacks %v", missing)}
-			}
-			err = fn(n, false, Event{}, Checkpoint{ID: *it.ID, TS: *it.TS, Session: *it.Session, Summary: *it.Summary, LastEventID: *it.LastEventID, HeadHash: *it.HeadHash})
-		default:
-			return &LineError{n, fmt.Sprintf(`"type" must be "event" or "checkpoint", got %q`, it.Type)}
+		if len(missing) > 0 {
+			return &LineError{n, fmt.Sprintf("%s line lacks %v", typ.str, missing)}
+		}
+		str := func(k string) string { return values[k].str }
+		if typ.str == "event" {
+			err = fn(n, true, Event{ID: values["id"].num, TS: str("ts"), Session: str("session"), Kind: str("kind"), Content: str("content"), PrevHash: str("prev_hash"), Hash: str("hash")}, Checkpoint{})
+		} else {
+			err = fn(n, false, Event{}, Checkpoint{ID: values["id"].num, TS: str("ts"), Session: str("session"), Summary: str("summary"), LastEventID: values["last_event_id"].num, HeadHash: str("head_hash")})
 		}
 		if err != nil {
 			return err
@@ -269,6 +271,8 @@ func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoin
 // recomputed one. After the first break it only counts.
 type chainCheck struct {
 	v Verification
+	// lastCheckpoint is the id of the last checkpoint read.
+	lastCheckpoint int64
 }
 
 func newChainCheck() *chainCheck {
@@ -298,14 +302,38 @@ func (c *chainCheck) add(e Event) string {
 	return ""
 }
 
+// addCheckpoint checks c as Import does: ids increase, and each
+// checkpoint follows the event it is anchored to (last_event_id, and its
+// head_hash is that event's hash). It returns why c is refused, or "".
+// After a break of the chain there is no anchor to judge by: it only
+// counts (import refuses at the break).
+func (c *chainCheck) addCheckpoint(cp Checkpoint) string {
+	if !c.v.OK {
+		return ""
+	}
+	switch {
+	case cp.ID <= c.lastCheckpoint:
+		return fmt.Sprintf("checkpoint %d follows checkpoint %d; checkpoint ids must increase", cp.ID, c.lastCheckpoint)
+	case cp.LastEventID != c.v.HeadID:
+		return fmt.Sprintf("checkpoint %d is anchored to event %d but follows event %d; an export writes each checkpoint right after the event it is anchored to", cp.ID, cp.LastEventID, c.v.HeadID)
+	case cp.HeadHash != c.v.HeadHash:
+		return fmt.Sprintf("checkpoint %d's head_hash is not the hash of event %d, the event it is anchored to", cp.ID, cp.LastEventID)
+	}
+	c.lastCheckpoint = cp.ID
+	return ""
+}
+
 // VerifyJSONL checks the chain of an export offline, with Verify's answers:
 // the events counted, the last good head, the first break and why. A line
-// that is not an export line is a *LineError.
+// that is not an export line, or a checkpoint that Import would refuse, is
+// a *LineError.
 func VerifyJSONL(r io.Reader) (Verification, error) {
 	check := newChainCheck()
-	err := readItems(r, func(_ int, isEvent bool, e Event, _ Checkpoint) error {
+	err := readItems(r, func(line int, isEvent bool, e Event, c Checkpoint) error {
 		if isEvent {
 			check.add(e)
+		} else if reason := check.addCheckpoint(c); reason != "" {
+			return &LineError{line, reason}
 		}
 		return nil
 	})
@@ -320,28 +348,109 @@ type ImportStats struct {
 	Events, Checkpoints int64
 }
 
-// Import builds the memory of the database at path (created if missing)
-// from an export: every row with its own id, ts, session and hash, so the
-// new file's rows are identical to the exported ones. It verifies while it
-// reads and writes everything in one transaction, so a line that breaks
-// the chain, or that is not an export line, leaves the target without a
-// single imported row (a *LineError says which line and why). A target
-// that already holds events or checkpoints is refused (ErrTargetNotEmpty).
-// The full-text index is built in the same transaction.
+// Import builds the memory of the database at path from an export: every
+// row with its own id, ts, session and hash, so the new file's rows are
+// identical to the exported ones. It verifies while it reads and writes
+// everything, the server schema included, in one transaction, so a line
+// that breaks the chain, or that is not an export line, leaves nothing
+// behind (a *LineError says which line and why): a new file is built under
+// a temporary name beside path and renamed when complete (refused, it is
+// removed), an existing one is left as it was. A target that already holds
+// events or checkpoints is refused (ErrTargetNotEmpty). The full-text index
+// is built in the same transaction.
 func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (ImportStats, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ImportStats{}, fmt.Errorf("memory: %w", err)
+	}
+	if _, err := os.Lstat(abs); !errors.Is(err, fs.ErrNotExist) {
+		return importInto(ctx, abs, false, r, log)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return ImportStats{}, fmt.Errorf("memory: create database folder: %w", err)
+	}
+	// No SQLite connection of this process has the file: creating it
+	// and closing the descriptor costs no lock.
+	f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".import-*")
+	if err != nil {
+		return ImportStats{}, fmt.Errorf("memory: import: %w", err)
+	}
+	tmp := f.Name()
+	f.Close()
+	st, err := importInto(ctx, tmp, true, r, log)
+	if err == nil {
+		err = placeImport(tmp, abs)
+	}
+	if err != nil {
+		for _, name := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {
+			_ = os.Remove(name)
+		}
+		return ImportStats{}, err
+	}
+	return st, nil
+}
+
+// placeImport renames the complete import tmp to path, which must still
+// be free, after its connections closed (which folds the WAL into the file
+// and removes it).
+func placeImport(tmp, path string) error {
+	for _, side := range []string{"-wal", "-shm"} {
+		if fi, err := os.Stat(tmp + side); err == nil && fi.Size() > 0 && side == "-wal" {
+			return fmt.Errorf("memory: import: %s is left beside the new database after its close; nothing was imported", tmp+side)
+		}
+		_ = os.Remove(tmp + side)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("memory: import: %s appeared while the import ran; nothing was imported", path)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("memory: import: %w", err)
+	}
+	dirsync.Sync(filepath.Dir(path))
+	return nil
+}
+
+// importInto is Import into the database at path; fresh marks the
+// temporary file Import made (switched to WAL, as Open makes a file).
+func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log hclog.Logger) (ImportStats, error) {
 	var st ImportStats
-	s, err := Open(ctx, path, log)
+	db, err := openDB(ctx, path, fresh, synchronousFull, log)
 	if err != nil {
 		return st, err
 	}
-	defer s.Close()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	defer db.Close()
+	if err := checkColumns(ctx, db, TableEvents, TableCheckpoints, TableQueryLog); err != nil {
+		return st, fmt.Errorf("memory: %s: %w", path, err)
+	}
+	if !fresh {
+		// A trigger there would run inside the import's inserts.
+		if err := checkForeign(path); err != nil {
+			return st, err
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return st, fmt.Errorf("memory: import: schema: %w", err)
+		}
+	}
+	fts := true
+	for _, stmt := range indexDDL {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			// As Open: without an index the chain works; the server
+			// tries again at start.
+			log.Warn("could not create the full-text index of the memory; the server builds it at start", "error", err)
+			fts = false
+			break
+		}
+	}
 	var held int64
 	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM memory_events) + (SELECT count(*) FROM memory_checkpoints)`).Scan(&held); err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)
@@ -355,7 +464,11 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)
 	}
-	insEvent := tx.StmtContext(ctx, s.insertEvent)
+	insEvent, err := tx.PrepareContext(ctx, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return st, fmt.Errorf("memory: import: %w", err)
+	}
+	defer insEvent.Close()
 	insCheckpoint, err := tx.PrepareContext(ctx, `INSERT INTO memory_checkpoints (id, ts, session, summary, last_event_id, head_hash) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return st, fmt.Errorf("memory: import: %w", err)
@@ -363,7 +476,6 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 	defer insCheckpoint.Close()
 
 	check := newChainCheck()
-	var lastCheckpoint int64
 	err = readItems(r, func(line int, isEvent bool, e Event, c Checkpoint) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -378,13 +490,9 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 			st.Events++
 			return nil
 		}
-		switch {
-		case c.ID <= lastCheckpoint:
-			return &LineError{line, fmt.Sprintf("checkpoint %d follows checkpoint %d; checkpoint ids must increase", c.ID, lastCheckpoint)}
-		case c.LastEventID != check.v.HeadID:
-			return &LineError{line, fmt.Sprintf("checkpoint %d is anchored to event %d but follows event %d; an export writes each checkpoint right after the event it is anchored to", c.ID, c.LastEventID, check.v.HeadID)}
+		if reason := check.addCheckpoint(c); reason != "" {
+			return &LineError{line, reason + "; nothing was imported"}
 		}
-		lastCheckpoint = c.ID
 		if _, err := insCheckpoint.ExecContext(ctx, c.ID, c.TS, c.Session, c.Summary, c.LastEventID, c.HeadHash); err != nil {
 			return &LineError{line, fmt.Sprintf("checkpoint %d: %v", c.ID, err)}
 		}
@@ -394,11 +502,11 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 	if err != nil {
 		return ImportStats{}, err
 	}
-	if s.fts {
+	if fts {
 		if err := indexThrough(ctx, tx, eventsIndex, 0, check.v.HeadID); err != nil {
 			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
 		}
-		if err := indexThrough(ctx, tx, checkpointsIndex, 0, lastCheckpoint); err != nil {
+		if err := indexThrough(ctx, tx, checkpointsIndex, 0, check.lastCheckpoint); err != nil {
 			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
 		}
 	}

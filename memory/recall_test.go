@@ -23,6 +23,10 @@ func TestRecallQuery(t *testing.T) {
 		{`it"s`, `"it" OR "s"`},                             // a quote inside a word starts a phrase
 		{"(kind:decision) -x", `"(kind:decision)" OR "-x"`}, // punctuation is quoted, never syntax
 		{"café", `"café"`},
+		{"a\x00b", `"a" OR "b"`},         // a NUL separates words
+		{"\"a\x00b\" c", `"a b" OR "c"`}, // also inside a phrase
+		{"w* w* w* x w*", `"w"* OR "x"`}, // the same term is searched once
+		{"\xff\xfe ok", `"ok"`},          // bytes that are not UTF-8 are no word
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
@@ -32,9 +36,92 @@ func TestRecallQuery(t *testing.T) {
 			}
 		})
 	}
-	for _, in := range []string{"", "   ", "AND OR", `"" * -- ()`} {
+	for _, in := range []string{"", "   ", "AND OR", `"" * -- ()`, "\x00", "\x00\x00 \x00"} {
 		if _, err := RecallQuery(in); !errors.Is(err, ErrEmptyQuery) {
 			t.Errorf("RecallQuery(%q): %v, want ErrEmptyQuery", in, err)
+		}
+	}
+	words := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString("w" + strconv.Itoa(i) + "* ")
+		}
+		return b.String()
+	}
+	bounds := []struct {
+		in   string
+		want error
+	}{
+		{words(MaxRecallTerms), nil},
+		{words(MaxRecallTerms + 1), ErrTooManyTerms},
+		{`"` + words(MaxRecallTerms+1) + `"`, ErrTooManyTerms}, // a phrase's words each count
+		{strings.Repeat("w* ", 1000), nil},                     // one term, repeated
+	}
+	for _, b := range bounds {
+		if _, err := RecallQuery(b.in); !errors.Is(err, b.want) {
+			t.Errorf("RecallQuery(%.40q...): %v, want %v", b.in, err, b.want)
+		}
+	}
+}
+
+// FuzzRecallQuery: no query string gives an expression FTS5 cannot parse
+// (SPEC 5.4: a match or INVALID_ARGUMENT, never a database error). The
+// seeds run as a unit test; go test -fuzz FuzzRecallQuery explores.
+func FuzzRecallQuery(f *testing.F) {
+	for _, seed := range []string{"login cookie", "a\x00b", "\"a\x00", "w*", `"*"*`, "\"\"\"", "x\"*y", "NEAR(a b)", "a:b", "^a", "+a -b", "\xff\x80", "\u2028 \u00e9*"} {
+		f.Add(seed)
+	}
+	for c := 0; c < 256; c++ {
+		f.Add(string([]byte{byte(c)}) + "a" + string([]byte{byte(c)}) + "*")
+	}
+	s := openStore(f, filepath.Join(f.TempDir(), "m.db"))
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "s", "note", "alpha beta_gamma café 42"); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		match, err := RecallQuery(q)
+		if errors.Is(err, ErrEmptyQuery) || errors.Is(err, ErrTooManyTerms) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("RecallQuery(%q): %v", q, err)
+		}
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM memory_events_fts WHERE memory_events_fts MATCH ?`, match).Scan(&n); err != nil {
+			t.Fatalf("RecallQuery(%q) = %q: FTS5 refused it: %v", q, match, err)
+		}
+	})
+}
+
+// TestRecallBudget: the recall's statements run under the budget; when it
+// is spent the answer is a *RecallTimeoutError (the server's TIMEOUT), not
+// a partial recall or a database error.
+func TestRecallBudget(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	ctx := context.Background()
+	for _, c := range []string{"alpha one", "beta two", "alpha three"} {
+		if _, err := s.Append(ctx, "s", "note", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		budget  time.Duration
+		timeout bool
+	}{
+		{0, false},
+		{time.Minute, false},
+		{time.Nanosecond, true}, // spent before the first step
+	}
+	for _, c := range cases {
+		r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 1, Query: "alpha", RecallTimeout: c.budget})
+		var te *RecallTimeoutError
+		switch {
+		case c.timeout && (!errors.As(err, &te) || te.Budget != c.budget):
+			t.Errorf("budget %v: %v, want a RecallTimeoutError", c.budget, err)
+		case !c.timeout && (err != nil || r.Matched != 1):
+			t.Errorf("budget %v: %v, matched %d, want 1", c.budget, err, r.Matched)
 		}
 	}
 }

@@ -3,9 +3,11 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
@@ -32,6 +34,10 @@ type ResumeOptions struct {
 	// (see RecallQuery for how it is read), at most MaxEvents, ranked by
 	// bm25, in a section of their own under the same MaxBytes.
 	Query string
+	// RecallTimeout, when above 0, is the budget of the recall's
+	// statements (the server's --query-timeout): they are interrupted when
+	// it runs out and ResumeContext answers a *RecallTimeoutError.
+	RecallTimeout time.Duration
 }
 
 // Resume is a get_resume_context answer.
@@ -102,7 +108,11 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 	if r.Chain, err = s.Verify(ctx); err != nil {
 		return Resume{}, err
 	}
-	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match)
+	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match, opt.RecallTimeout)
+	var timeout *RecallTimeoutError
+	if errors.As(err, &timeout) {
+		return Resume{}, err
+	}
 	if err != nil {
 		return Resume{}, fmt.Errorf("memory: resume context: %w", err)
 	}
@@ -226,7 +236,8 @@ func renderRecall(events []recallEvent, maxBytes, maxCellChars int) ([]byte, int
 // one read transaction, newest limit first, and returns them oldest first.
 // With a match expression it also returns, from the same snapshot, the
 // limit best-ranked other events that match it.
-func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string) ([]Event, []recallEvent, error) {
+// The recall runs within budget (0: none).
+func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string, budget time.Duration) ([]Event, []recallEvent, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return nil, nil, err
@@ -280,7 +291,19 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 	if match == "" || !s.fts {
 		return events, nil, nil
 	}
-	recalled, err := recall(ctx, tx, r, match, r.Excluded, events, limit)
+	// Only the recall's own statements run under the budget: the driver
+	// interrupts the statement running when its context ends
+	// (sqlite3_interrupt on this connection), and FTS5 stops.
+	rctx := ctx
+	if budget > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	recalled, err := recall(rctx, tx, r, match, r.Excluded, events, limit)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return nil, nil, &RecallTimeoutError{Budget: budget}
+	}
 	return events, recalled, err
 }
 

@@ -38,6 +38,11 @@ var (
 	ErrEmptyContent = errors.New("content must not be empty")
 	// ErrEmptySummary: checkpoint summary is empty after stripping.
 	ErrEmptySummary = errors.New("summary must not be empty")
+	// ErrNotStored: an append or checkpoint inserted no row, another row,
+	// or more than one (a trigger another program installed, such as
+	// BEFORE INSERT ... RAISE(IGNORE), changed what the INSERT did). The
+	// transaction is rolled back; nothing is claimed written.
+	ErrNotStored = errors.New("the row was not stored as written")
 	// ErrBusy: another connection or process held the lock for longer
 	// than BusyTimeout (SQLITE_BUSY or SQLITE_LOCKED). The errors of
 	// Append, Checkpoint, ResumeContext and Verify match it (errors.Is)
@@ -124,6 +129,8 @@ var _ Auditor = (*Store)(nil)
 // (ErrNotDatabase, file untouched), switches the file to WAL once, and
 // creates whatever of the server schema is missing (SPEC 5). Objects that
 // exist are left alone, so a reference file's sqlite_master is unchanged.
+// A schema in which an object the server did not create references the
+// server tables is refused with a *ForeignObjectsError (ErrForeignObjects).
 func Open(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	return open(ctx, path, synchronousFull, log)
 }
@@ -145,6 +152,12 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 	if err := bootstrap(ctx, db, slices.Concat(eventsDDL, auditDDL)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("memory: bootstrap %s: %w", abs, err)
+	}
+	// The server tables defend themselves: no object another program
+	// added may run inside the server's writes (foreign.go).
+	if err := checkForeign(abs); err != nil {
+		db.Close()
+		return nil, err
 	}
 	s, err := newStore(ctx, db, abs, syncLevel, log)
 	if err != nil {
@@ -404,9 +417,14 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 		PrevHash: prevHash,
 	}
 	e.Hash = Hash(e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash)
-	if _, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx,
-		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
+	res, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx,
+		e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash)
+	if err != nil {
 		return Event{}, false, fmt.Errorf("memory: append: %w", err)
+	}
+	if err := checkStored(ctx, tx, res, `SELECT count(*), coalesce(max(id = ? AND hash = ? AND content = ? AND kind = ?), 0) FROM memory_events WHERE id >= ?`,
+		e.ID, e.Hash, e.Content, e.Kind, e.ID); err != nil {
+		return Event{}, false, fmt.Errorf("memory: append: event %d: %w", e.ID, err)
 	}
 	if s.fts {
 		// Whether others appended since this store's last append is
@@ -468,6 +486,10 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: %w", err)
 	}
+	if err := checkStored(ctx, tx, res, `SELECT count(*), coalesce(max(id = ? AND summary = ? AND last_event_id = ? AND head_hash = ?), 0) FROM memory_checkpoints WHERE id >= ?`,
+		c.ID, c.Summary, c.LastEventID, c.HeadHash, c.ID); err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint %d: %w", c.ID, err)
+	}
 	indexed := false
 	if s.fts {
 		if indexed, err = indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
@@ -483,6 +505,31 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 		s.catchUpInBackground(c.ID - s.indexedCheckpoints)
 	}
 	return c, nil
+}
+
+// checkStored checks, inside the transaction that inserted it, that an
+// INSERT stored exactly its row (SPEC 5.6, the server tables defend
+// themselves): res says one row changed, and probe, which counts the rows
+// from the new id on and whether the one there has the values written,
+// finds exactly that row. A BEFORE INSERT trigger with RAISE(IGNORE)
+// leaves no row (changes() = 0); a trigger that rewrote or added rows
+// leaves others. Either is ErrNotStored and the caller rolls back.
+func checkStored(ctx context.Context, tx *sql.Tx, res sql.Result, probe string, args ...any) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	var rows int64
+	var same bool
+	if err := tx.QueryRowContext(ctx, probe, args...).Scan(&rows, &same); err != nil {
+		return err
+	}
+	if n != 1 || rows != 1 || !same {
+		return fmt.Errorf("%w (the INSERT changed %d rows and %d rows are at or after its id, matching=%v): "+
+			"a trigger another program added to the table rewrites or drops appends; see the server log at start, "+
+			"or list them with: sqlite3 FILE \"SELECT name, sql FROM sqlite_master WHERE type = 'trigger'\"", ErrNotStored, n, rows, same)
+	}
+	return nil
 }
 
 // LatestCheckpoint returns the newest checkpoint, or ok false when there is

@@ -72,7 +72,9 @@ func withTLS[T any](f func(*libc.TLS) T) T {
 var initState struct {
 	once     sync.Once
 	memstats bool
-	rc       int32
+	// watched: the allocator is wrapped for [AllocationFailed].
+	watched bool
+	rc      int32
 }
 
 // ensureInit turns on SQLite's memory statistics and initializes SQLite,
@@ -85,6 +87,7 @@ func ensureInit() int32 {
 			defer tls.Free(8)
 			rc := sqlite3.Xsqlite3_config(tls, sqlite3.SQLITE_CONFIG_MEMSTATUS, libc.VaList(va, int32(1)))
 			initState.memstats = rc == sqlite3.SQLITE_OK
+			initState.watched = initState.memstats && wrapAllocator(tls)
 			initState.rc = sqlite3.Xsqlite3_initialize(tls)
 			return struct{}{}
 		})

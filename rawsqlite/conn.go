@@ -53,6 +53,9 @@ type Conn struct {
 	// other goroutines while the owner closes the connection.
 	mu     sync.Mutex
 	closed bool
+	// oomStop: the progress handler stops statements whose allocation
+	// failed (StopOnAllocationFailure).
+	oomStop bool
 	// stmts counts unfinalized statements: if Close leaves some behind,
 	// SQLite keeps the handle as a zombie and the TLS must outlive Close
 	// until the last one is finalized.

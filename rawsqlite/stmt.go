@@ -27,6 +27,13 @@ func (s *Stmt) Step() (row bool, err error) {
 		return true, nil
 	case sqlite3.SQLITE_DONE:
 		return false, nil
+	case sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_NOMEM:
+		// The progress handler's stop ends as either: SQLite reports
+		// NOMEM when the unwinding finds the failure.
+		if s.c.oomStop && stopped.Load() {
+			return false, ErrStoppedAtHeapLimit
+		}
+		return false, s.c.errorFor(rc)
 	default:
 		return false, s.c.errorFor(rc)
 	}

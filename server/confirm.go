@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -242,16 +244,43 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 		}
 		return outcome{}, errcode.New(errcode.Declined, msg)
 	}
+	if conf.preview != nil {
+		req.Recount = nil
+		for _, t := range conf.preview.Tables {
+			if t.Net && !slices.Contains(req.Recount, t.Table) {
+				req.Recount = append(req.Recount, t.Table)
+			}
+		}
+	}
 	resp, err := s.run(c, req)
 	if err != nil {
 		return outcome{}, err
 	}
-	text := resp.Text
+	var notes []string
 	if p := conf.preview; p != nil && resp.Rows != p.Changes {
 		detail["rows_differ"] = true
+		notes = append(notes, fmt.Sprintf("note: the preview the user allowed counted %d rows, the statement changed %d (the database changed in between)", p.Changes, resp.Rows))
+	}
+	if p := conf.preview; p != nil {
+		for _, t := range p.Tables {
+			got, ok := resp.Recounted[t.Table]
+			if !t.Net || !ok || got == t.Inserted-t.Deleted {
+				continue
+			}
+			detail["rows_differ"] = true
+			notes = append(notes, fmt.Sprintf("note: the preview the user allowed said the statement %s, it %s (the database changed in between)",
+				netText(t.Inserted-t.Deleted, t.Table, true), netText(got, t.Table, false)))
+		}
+	}
+	if p := conf.preview; p != nil && uncountedNote(p) != "" {
+		detail["rows_uncounted"] = true
+		notes = append(notes, fmt.Sprintf("note: the preview the user allowed could not count every row of a virtual table (it said so); the statement itself changed %d rows", resp.Rows))
+	}
+	text := resp.Text
+	if len(notes) > 0 {
 		// The first line is the result line; RETURNING rows follow it.
 		line, rest, more := strings.Cut(text, "\n")
-		line += fmt.Sprintf("; note: the preview the user allowed counted %d rows, the statement changed %d (the database changed in between)", p.Changes, resp.Rows)
+		line += "; " + strings.Join(notes, "; ")
 		if more {
 			line += "\n" + rest
 		}
@@ -388,13 +417,16 @@ func confirmMessage(tool string, req *ipc.Request, reason string, p *ipc.Preview
 	b.WriteString(tool + " wants to ")
 	switch {
 	case req.View != nil:
-		fmt.Fprintf(&b, "replace the view %s with a new definition (the previous one is kept in the audit log)", shown(req.View.Name, maxShownName))
+		fmt.Fprintf(&b, "replace the view %s with a new definition (the previous one is kept in the audit log)", quoted(req.View.Name, maxShownName))
 	case p != nil:
 		b.WriteString(effects(p))
 	}
 	b.WriteString(".")
+	if p != nil {
+		b.WriteString(uncountedNote(p))
+	}
 	if reason != "" {
-		fmt.Fprintf(&b, " Reason: %q.", shown(reason, maxShownReason))
+		fmt.Fprintf(&b, " Reason: %s.", quoted(strings.TrimSpace(reason), maxShownReason))
 	}
 	switch {
 	case req.Snapshot == nil:
@@ -421,9 +453,9 @@ func effects(p *ipc.Preview) string {
 	type part struct{ verb, text string }
 	var parts []part
 	for _, o := range p.Objects {
-		text := o.Type + " " + shown(o.Name, maxShownName)
+		text := o.Type + " " + quoted(o.Name, maxShownName)
 		if o.Table != "" {
-			text += " ON " + shown(o.Table, maxShownName)
+			text += " ON " + quoted(o.Table, maxShownName)
 		}
 		if o.Action == ipc.ObjectDrop && o.Rows > 0 {
 			text += " (" + rowsText(o.Rows) + ")"
@@ -436,19 +468,46 @@ func effects(p *ipc.Preview) string {
 			break
 		}
 		via := ""
-		if t.Via != "" {
+		switch {
+		case len(t.Triggers) > 0:
+			names := make([]string, len(t.Triggers))
+			for i, n := range t.Triggers {
+				names[i] = quoted(n, maxShownName)
+			}
+			via = " (trigger " + strings.Join(names, ", ") + ")"
+		case t.Via != "":
 			via = " (" + shown(t.Via, 2*maxShownName) + ")"
 		}
-		name := shown(t.Table, maxShownName)
+		name := quoted(t.Table, maxShownName)
+		count := rowsText
+		if t.Uncounted {
+			count = func(n int64) string { return "at least " + rowsText(n) }
+		}
 		if t.Deleted > 0 {
-			parts = append(parts, part{"DELETE", rowsText(t.Deleted) + " from " + name + via})
+			parts = append(parts, part{"DELETE", count(t.Deleted) + " from " + name + via})
 		}
 		if t.Updated > 0 {
-			parts = append(parts, part{"UPDATE", rowsText(t.Updated) + " in " + name + via})
+			parts = append(parts, part{"UPDATE", count(t.Updated) + " in " + name + via})
 		}
 		if t.Inserted > 0 {
-			parts = append(parts, part{"INSERT", rowsText(t.Inserted) + " into " + name + via})
+			parts = append(parts, part{"INSERT", count(t.Inserted) + " into " + name + via})
 		}
+		if t.Uncounted && t.Deleted == 0 && t.Updated == 0 && t.Inserted == 0 {
+			parts = append(parts, part{"", "change an unknown number of rows in " + name + via})
+		}
+	}
+	// A backstop: the statement's own count (sqlite3_changes) is never
+	// shown as less than it is, whatever the table counts missed.
+	var own int64
+	uncounted := false
+	for _, t := range p.Tables {
+		if t.Via == "" {
+			own += t.Deleted + t.Updated + t.Inserted
+			uncounted = uncounted || t.Uncounted
+		}
+	}
+	if !uncounted && p.Changes > own {
+		parts = append(parts, part{"", "change " + rowsText(p.Changes-own) + " the dry run could not assign to a table"})
 	}
 	if len(parts) == 0 {
 		return "run a statement that would change no rows now"
@@ -491,17 +550,93 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%.0f %s", f, units[i])
 }
 
-// shown is text for the form: control characters and line breaks as
-// spaces, cut to max characters with an ellipsis.
-func shown(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, strings.TrimSpace(s))
-	if r := []rune(s); len(r) > max {
-		return string(r[:max]) + "…"
+// netText says what a net change of n rows does to table: "would delete
+// 30 rows from "idx"" for the preview, "deleted 31 rows from "idx"" for
+// the real run.
+func netText(n int64, table string, preview bool) string {
+	name := quoted(table, maxShownName)
+	verbs := [3]string{"deleted", "inserted", "changed no rows of"}
+	if preview {
+		verbs = [3]string{"would delete", "would insert", "would change no rows of"}
 	}
-	return s
+	switch {
+	case n < 0:
+		return verbs[0] + " " + rowsText(-n) + " from " + name
+	case n > 0:
+		return verbs[1] + " " + rowsText(n) + " into " + name
+	}
+	return verbs[2] + " " + name
+}
+
+// uncountedNote says plainly which virtual tables the dry run could not
+// fully count, or "".
+func uncountedNote(p *ipc.Preview) string {
+	var names []string
+	for _, t := range p.Tables {
+		if t.Uncounted {
+			if n := quoted(t.Table, maxShownName); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return " The dry run cannot count every row this changes in the virtual table " + names[0] + ": more rows may change."
+	}
+	return " The dry run cannot count every row this changes in the virtual tables " + strings.Join(names, ", ") + ": more rows may change."
+}
+
+// shown is text for the form (the statement), cut to max characters with
+// an ellipsis: see escaped.
+func shown(s string, max int) string { return escaped(s, max, false) }
+
+// quoted is a name or the agent's reason for the form, in double quotes:
+// see escaped.
+func quoted(s string, max int) string { return escaped(s, max, true) }
+
+// escaped is the one way agent-written text reaches the form: line breaks
+// and other control characters become spaces; characters that change how
+// the text around them reads without showing themselves (bidi controls,
+// zero-width and other format characters, unusual spaces, anything
+// unprintable) are written as \u escapes; the text is cut to max
+// characters with an ellipsis. With quote it is put in double quotes with
+// " and \ escaped, so that no table name or reason can end its quotes and
+// read as the server's own words.
+func escaped(s string, max int, quote bool) string {
+	if !quote {
+		s = strings.TrimSpace(s)
+	}
+	r := []rune(s)
+	cut := len(r) > max
+	if cut {
+		r = r[:max]
+	}
+	var b strings.Builder
+	if quote {
+		b.WriteByte('"')
+	}
+	for _, c := range r {
+		switch {
+		case unicode.IsControl(c) || c == '\u2028' || c == '\u2029':
+			b.WriteByte(' ')
+		case quote && (c == '"' || c == '\\'):
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == ' ' || strconv.IsPrint(c):
+			b.WriteRune(c)
+		case c > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, c)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	if cut {
+		b.WriteString("…")
+	}
+	if quote {
+		b.WriteByte('"')
+	}
+	return b.String()
 }

@@ -28,10 +28,14 @@ type param struct {
 	kind     kind
 	required bool
 	// def is the default for an absent or null argument (a string, int or
-	// bool after kind). nil leaves it out of the schema; parsing then gives
-	// the zero value. A list's default only shows in the schema: an absent
-	// list is nil.
-	def      any
+	// bool after kind). A list's default only shows in the schema: an
+	// absent list is nil. An optional argument has a def or is nullable,
+	// so that tools/list tells a host what leaving it out means.
+	def any
+	// nullable declares null as the argument's default (SPEC 3's
+	// "columns=null"): absent, the server chooses, as desc says; parsing
+	// gives the zero value.
+	nullable bool
 	min, max int // an integer's bounds
 	enum     []string
 	pattern  *regexp.Regexp
@@ -95,6 +99,9 @@ func (p param) schema() mcp.ToolOption {
 		}
 	}
 	o = append(o, mcp.Description(p.desc))
+	if p.nullable {
+		o = append(o, orNull())
+	}
 	switch p.kind {
 	case integer:
 		return mcp.WithInteger(p.name, o...)
@@ -117,6 +124,23 @@ func stringOrStrings() mcp.PropertyOption {
 			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
 			map[string]any{"type": "string"},
 		}
+	}
+}
+
+// orNull makes a property admit null and default to it, in the form
+// Python MCP servers give an optional argument (anyOf the value's schema
+// and null, "default": null), which hosts know.
+func orNull() mcp.PropertyOption {
+	return func(schema map[string]any) {
+		value := map[string]any{}
+		for _, k := range []string{"type", "items", "pattern", "enum", "minLength"} {
+			if v, ok := schema[k]; ok {
+				value[k] = v
+				delete(schema, k)
+			}
+		}
+		schema["anyOf"] = []any{value, map[string]any{"type": "null"}}
+		schema["default"] = nil
 	}
 }
 

@@ -51,6 +51,10 @@ func TestParamSchema(t *testing.T) {
 			`{"description":"d","items":{"type":"string"},"type":"array"}`, false},
 		{"string or strings", param{name: "l", kind: textList, def: "", desc: "d"},
 			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"string"}],"default":"","description":"d"}`, false},
+		{"nullable text", param{name: "q", kind: text, nullable: true, desc: "d"},
+			`{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"description":"d"}`, false},
+		{"nullable array of strings", param{name: "l", kind: strList, nullable: true, desc: "d"},
+			`{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"null"}],"default":null,"description":"d"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,6 +190,9 @@ func TestDeclaredTools(t *testing.T) {
 				}
 				for _, p := range tl.params {
 					prop, _ := props[p.name].(map[string]any)
+					if msg := undeclaredDefault(prop, p.required); msg != "" {
+						t.Errorf("%s: %s", p.name, msg)
+					}
 					if p.def != nil && fmt.Sprint(prop["default"]) != fmt.Sprint(p.def) {
 						t.Errorf("%s: schema default %v, declared %v", p.name, prop["default"], p.def)
 					}
@@ -218,6 +225,71 @@ func TestDeclaredTools(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// undeclaredDefault says what is wrong with an optional property that
+// does not tell a host what leaving it out means: it needs a "default",
+// and a null default needs a schema that admits null. "" when fine.
+func undeclaredDefault(prop map[string]any, required bool) string {
+	def, ok := prop["default"]
+	switch {
+	case required:
+		return ""
+	case !ok:
+		return "optional without a default in its schema: declare def, or nullable"
+	case def == nil && !admitsNull(prop):
+		return `"default": null but the schema does not admit null`
+	}
+	return ""
+}
+
+func admitsNull(prop map[string]any) bool {
+	alts, _ := prop["anyOf"].([]any)
+	for _, a := range alts {
+		if m, _ := a.(map[string]any); m["type"] == "null" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUndeclaredDefault: the rule TestDeclaredTools holds every
+// argument to, on its own cases.
+func TestUndeclaredDefault(t *testing.T) {
+	tests := []struct {
+		name     string
+		p        param
+		required bool
+		bad      bool
+	}{
+		{"required needs none", param{name: "a", kind: text, required: true}, true, false},
+		{"optional text without a default", param{name: "a", kind: text}, false, true},
+		{"optional list without a default", param{name: "a", kind: strList}, false, true},
+		{"text default", param{name: "a", kind: text, def: ""}, false, false},
+		{"nullable", param{name: "a", kind: text, nullable: true}, false, false},
+		{"nullable list", param{name: "a", kind: strList, nullable: true}, false, false},
+		{"integer", param{name: "a", kind: integer, def: 0}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := mcp.NewTool("t", params{tt.p}.schema()...)
+			b, err := json.Marshal(tl.InputSchema.Properties["a"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var prop map[string]any
+			if err := json.Unmarshal(b, &prop); err != nil {
+				t.Fatal(err)
+			}
+			if msg := undeclaredDefault(prop, tt.required); (msg != "") != tt.bad {
+				t.Errorf("%s: %q, want bad=%v", b, msg, tt.bad)
+			}
+		})
+	}
+	// A null default that the schema refuses is caught too.
+	if undeclaredDefault(map[string]any{"type": "string", "default": nil}, false) == "" {
+		t.Error(`{"type":"string","default":null} passed`)
 	}
 }
 

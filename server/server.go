@@ -136,6 +136,9 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 			if errors.Is(err, memory.ErrNotDatabase) {
 				return nil, fmt.Errorf("%s is not a SQLite database; point --db at a SQLite file or at a path where a new one may be created", abs)
 			}
+			if errors.Is(err, memory.ErrForeignObjects) {
+				return nil, err // it names the file, the objects and the fix
+			}
 			return nil, fmt.Errorf("open %s: %w", abs, err)
 		}
 		s.store, s.auditor = store, store

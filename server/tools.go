@@ -181,7 +181,7 @@ var (
 	resumeContextParams = params{
 		{name: "max_events", kind: integer, min: 1, max: maxResumeEvents, def: memory.DefaultMaxEvents, desc: "most recent events to show"},
 		{name: "exclude_kinds", kind: textList, def: "", desc: "event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\""},
-		{name: "query", kind: text, desc: `words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`},
+		{name: "query", kind: text, def: "", desc: `words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`},
 	}
 )
 
@@ -210,9 +210,9 @@ func (s *Server) searchTextParams() params {
 		{name: "pattern", kind: text, required: true, blankOK: true, desc: "regular expression (RE2), or literal text with fixed_strings=true",
 			missing: "pattern is required: pass a regular expression, or literal text with fixed_strings=true"},
 		{name: "table", kind: text, required: true, desc: "table or view to search"},
-		{name: "columns", kind: strList, desc: "columns to search (default: the text columns)"},
-		{name: "where", kind: text, desc: "SQL condition that narrows the candidate rows, e.g. kind = 'note'"},
-		{name: "key_column", kind: text, desc: "column that identifies a row in the output (default rowid; required for views)"},
+		{name: "columns", kind: strList, nullable: true, desc: "columns to search (default: the text columns)"},
+		{name: "where", kind: text, nullable: true, desc: "SQL condition that narrows the candidate rows, e.g. kind = 'note'"},
+		{name: "key_column", kind: text, nullable: true, desc: "column that identifies a row in the output (default rowid; required for views)"},
 		{name: "limit", kind: integer, min: 1, max: s.cfg.MaxRows, def: s.searchLimit(), desc: "matching values to return"},
 		{name: "ignore_case", kind: boolean, def: false, desc: "case-insensitive match"},
 		{name: "fixed_strings", kind: boolean, def: false, desc: "treat pattern as literal text"},
@@ -366,6 +366,7 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
 		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
+		RecallTimeout: s.cfg.QueryTimeout,
 	})
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -390,6 +391,12 @@ func memoryError(err error) error {
 		return invalid("summary must not be empty")
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
+	case errors.Is(err, memory.ErrTooManyTerms):
+		return invalid("%v: recall searches for at most %d words (a phrase's words each count); keep the few that matter most", err, memory.MaxRecallTerms)
+	}
+	var timeout *memory.RecallTimeoutError
+	if errors.As(err, &timeout) {
+		return errcode.New(errcode.Timeout, fmt.Sprintf("recall stopped after %s (interrupted): use fewer or longer prefix terms (a short prefix such as w* reads every indexed word it starts), or raise --query-timeout", errcode.Duration(timeout.Budget)))
 	}
 	if errors.Is(err, memory.ErrBusy) {
 		return errcode.New(errcode.DatabaseUnavailable, "the database is busy; retry the call")

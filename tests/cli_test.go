@@ -103,7 +103,8 @@ func TestVersion(t *testing.T) {
 	if printed[0] != printed[1] || printed[0] != printed[2] || !strings.HasPrefix(printed[0], "mcp-sqlite-memory ") || strings.Count(printed[0], "\n") != 1 {
 		t.Fatalf("version outputs %q", printed)
 	}
-	version := strings.TrimSpace(strings.TrimPrefix(printed[0], "mcp-sqlite-memory "))
+	// "mcp-sqlite-memory VERSION" and, for a release, " (commit C)".
+	version := strings.Fields(printed[0])[1]
 	c, err := client.NewStdioMCPClient(serverBin, os.Environ(), "--db", newDB(t))
 	if err != nil {
 		t.Fatal(err)

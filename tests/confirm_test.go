@@ -161,7 +161,7 @@ func TestConfirmAnswers(t *testing.T) {
 				}
 				msg := questions[0].Message
 				for _, want := range []string{
-					"destructive_query wants to DELETE 2 rows from orders and 3 rows from order_items (ON DELETE CASCADE).",
+					`destructive_query wants to DELETE 2 rows from "orders" and 3 rows from "order_items" (ON DELETE CASCADE).`,
 					`Reason: "remove test orders".`, "snapshot is taken first. Allow it?",
 					"Statement: DELETE FROM orders WHERE note = 'test'",
 				} {
@@ -275,9 +275,9 @@ func TestConfirmWrites(t *testing.T) {
 			s.fails("write_query", q("REPLACE INTO order_items VALUES (13, 3)"), "DECLINED")
 			s.fails("write_query", q("INSERT INTO orders VALUES (3, 'z') ON CONFLICT(id) DO UPDATE SET note = excluded.note"), "DECLINED")
 			questions := a.asked()
-			if len(questions) != 3 || !strings.Contains(questions[0].Message, "write_query wants to UPDATE 1 row in orders.") ||
-				!strings.Contains(questions[1].Message, "DELETE 1 row from order_items and INSERT 1 row into order_items") || !strings.Contains(questions[0].Message, "No snapshot is taken.") ||
-				!strings.Contains(questions[2].Message, "UPDATE 1 row in orders") {
+			if len(questions) != 3 || !strings.Contains(questions[0].Message, `write_query wants to UPDATE 1 row in "orders".`) ||
+				!strings.Contains(questions[1].Message, `DELETE 1 row from "order_items" and INSERT 1 row into "order_items"`) || !strings.Contains(questions[0].Message, "No snapshot is taken.") ||
+				!strings.Contains(questions[2].Message, `UPDATE 1 row in "orders"`) {
 				t.Fatalf("questions %+v", questions)
 			}
 			if dump(t, db, shopTables...) != before {
@@ -285,7 +285,7 @@ func TestConfirmWrites(t *testing.T) {
 			}
 			s.ok("create_view", map[string]any{"name": "v", "select_sql": "SELECT 1"})
 			s.fails("create_view", map[string]any{"name": "v", "select_sql": "SELECT 2", "replace": true}, "DECLINED")
-			if q := a.asked(); len(q) != 4 || !strings.Contains(q[3].Message, "create_view wants to replace the view v") {
+			if q := a.asked(); len(q) != 4 || !strings.Contains(q[3].Message, `create_view wants to replace the view "v"`) {
 				t.Fatalf("create_view replace=true: questions %d", len(q))
 			}
 		})
@@ -302,7 +302,7 @@ func TestConfirmCountsTriggersAndReadsNothing(t *testing.T) {
 	n := len(a.asked())
 	s.ok("destructive_query", map[string]any{"query": "UPDATE orders SET note = 'secret value'", "reason": "bulk fix"})
 	msg := a.asked()[n].Message
-	if !strings.Contains(msg, "UPDATE 3 rows in orders and INSERT 3 rows into history (trigger orders_history).") ||
+	if !strings.Contains(msg, `UPDATE 3 rows in "orders" and INSERT 3 rows into "history" (trigger "orders_history").`) ||
 		!strings.Contains(msg, "No snapshot is taken (snapshots are disabled).") {
 		t.Fatalf("message %q", msg)
 	}
@@ -398,7 +398,7 @@ func TestConfirmRoundTripState(t *testing.T) {
 	question, _ := asked["inputRequests"].(map[string]any)["confirm"].(map[string]any)
 	msg, _ := question["params"].(map[string]any)["message"].(string)
 	if asked["resultType"] != "input_required" || state == "" || question["method"] != "elicitation/create" ||
-		!strings.Contains(msg, "destructive_query wants to DELETE 2 rows from t.") {
+		!strings.Contains(msg, `destructive_query wants to DELETE 2 rows from "t".`) {
 		t.Fatalf("first round: %v", asked)
 	}
 	for i, retry := range []struct {

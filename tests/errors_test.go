@@ -57,8 +57,10 @@ func TestErrorsNameTheNextStep(t *testing.T) {
 			[]string{"SQL_ERROR: no such table: nope; list_tables shows the tables"}},
 		{"worker help", workerBin, []string{"--help"}, "", 0,
 			[]string{"run the server instead", "mcp-sqlite-memory --db PATH"}},
-		{"worker with an argument", workerBin, []string{"--version"}, "", 2,
-			[]string{`unexpected argument "--version"`, "run the server instead"}},
+		{"worker with an argument", workerBin, []string{"--verbose"}, "", 2,
+			[]string{`unexpected argument "--verbose"`, "run the server instead"}},
+		{"worker version", workerBin, []string{"--version"}, "", 0,
+			[]string{"mcp-sqlite-memory-worker "}},
 		// A piped request (a fuzzer's) keeps its JSON frame and status 0.
 		{"worker with a bad piped request", workerBin, nil, "hello\n", 0,
 			[]string{`"ok":false`, `"code":"INVALID_ARGUMENT"`}},

@@ -505,10 +505,12 @@ func TestLitestreamMoveToAnotherMachine(t *testing.T) {
 }
 
 // TestLitestreamSnapshotRestoreIsANewPoint: a destructive_query snapshot
-// restored with `mcp-sqlite-memory restore` becomes the replica's newest
-// state when the next session replicates, and the state before the restore
-// stays restorable by its transaction id: a new point in the replica's
-// history, not a silent divergence.
+// restored with `mcp-sqlite-memory restore` (SPEC 9: the agent's objects
+// come back, the memory is kept, the chain only grows by a `restore`
+// event) replicates as the next session's newest state: a replica restored
+// from it holds the snapshot's rows and the whole grown chain, hash for
+// hash; and the state before the restore stays restorable by its
+// transaction id. A new point in the replica's history, not a divergence.
 func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
@@ -522,14 +524,15 @@ func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 	srv.ok("write_query", q("INSERT INTO notes VALUES ('a'), ('b'), ('c')"))
 	srv.appendEvents("before the snapshot", 3)
 	text := srv.ok("destructive_query", map[string]any{"query": "DELETE FROM notes", "reason": "test a snapshot restore"})
-	snapshot := text[strings.Index(text, "snapshot: ")+len("snapshot: "):]
+	snapshot := strings.TrimSpace(text[strings.Index(text, "snapshot: ")+len("snapshot: "):])
 	srv.appendEvents("after the snapshot", 2)
 	srv.stop()
 	before := readChain(t, db)
 	beforeTXID := maxTXID(t, bin, replica)
 
-	if out, err := exec.Command(serverBin, "restore", "--db", db, snapshot).CombinedOutput(); err != nil {
-		t.Fatalf("restore: %v\n%s", err, out)
+	out := restoreOK(t, "--db", db, "--reason", "bring the notes back", snapshot)
+	if want := fmt.Sprintf("memory event %d (kind restore) records it", len(before)+1); !strings.Contains(out, want) {
+		t.Fatalf("restore's output lacks %q:\n%s", want, out)
 	}
 	srv = startReplicated(t, bin, db, config)
 	if got := srv.ok("read_query", q("SELECT count(*) AS n FROM notes")); got != "n\n3\n# 1 rows" {
@@ -538,20 +541,36 @@ func TestLitestreamSnapshotRestoreIsANewPoint(t *testing.T) {
 	srv.appendEvents("after the restore", 1)
 	srv.stop()
 	after := readChain(t, db)
-	if len(after) != 4 || after[3].PrevHash != before[2].Hash {
-		t.Fatalf("after the restore the chain should continue from event 3: %+v", after)
+	if len(after) != len(before)+2 {
+		t.Fatalf("after the restore and one append: %d events, want %d (kept, plus the restore event and the append)", len(after), len(before)+2)
 	}
+	samePrefix(t, "the kept memory", before, after)
+	restoreEvent := after[len(before)]
+	if restoreEvent.PrevHash != before[len(before)-1].Hash || after[len(before)+1].PrevHash != restoreEvent.Hash {
+		t.Fatalf("the chain does not grow from the kept head through the restore event: %+v", after[len(before)-1:])
+	}
+	checkRestored := func(what, file string) {
+		t.Helper()
+		kind := queryText(t, file, fmt.Sprintf("SELECT kind FROM memory_events WHERE id = %d", restoreEvent.ID))
+		if kind != "restore\n" || !strings.Contains(restoreEvent.Content, "restored the agent's objects from "+snapshot) {
+			t.Fatalf("%s: event %d is kind %q: %q, want the restore event", what, restoreEvent.ID, kind, restoreEvent.Content)
+		}
+	}
+	checkRestored("the restored file", db)
 
 	latest := filepath.Join(testDir(t), "latest.db")
 	restoreLatest(t, bin, replica, latest)
-	verifyDB(t, latest)
+	if v := verifyDB(t, latest); v.Events != len(after) {
+		t.Fatalf("latest replica state verifies %d events, want %d", v.Events, len(after))
+	}
 	if got := readChain(t, latest); len(got) != len(after) {
 		t.Fatalf("latest replica state: %d events, want the restored file's %d", len(got), len(after))
 	} else {
 		samePrefix(t, "latest replica state", got, after)
 	}
-	if n := countRows(t, latest, "notes"); n != 3 {
-		t.Fatalf("latest replica state: %d notes, want 3 (the snapshot's)", n)
+	checkRestored("latest replica state", latest)
+	if got := queryText(t, latest, "SELECT body FROM notes ORDER BY rowid"); got != "a\nb\nc\n" {
+		t.Fatalf("latest replica state: notes %q, want the snapshot's a, b, c", got)
 	}
 
 	old := filepath.Join(testDir(t), "before-restore.db")

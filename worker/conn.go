@@ -48,6 +48,9 @@ type executor struct {
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
+	// foreign lists the snapshot-named files rotation did not trust (named
+	// after the snapshot it kept); the answer reports them.
+	foreign []string
 
 	// What setup has done to conn so far, so that a connection a standby
 	// readied ahead is only changed where the request differs: the busy
@@ -117,6 +120,12 @@ func openConn(path string, readOnly bool) (*rawsqlite.Conn, error) {
 	}
 	if err := declareInnocuousFTSFunctions(c); err != nil {
 		return fail("full-text functions", err)
+	}
+	// A statement whose allocation failed at the heap limit stops at once
+	// (RESOURCE_LIMIT), instead of reading the rest of its input with an
+	// accumulator that gave up (limits.go, applyMemoryLimit).
+	if err := c.StopOnAllocationFailure(oomCheckEvery); err != nil {
+		return fail("allocation watch", err)
 	}
 	return c, nil
 }

@@ -22,7 +22,17 @@ type dryRun struct {
 	objects   []ipc.ObjectChange
 	// triggerWrites maps a table to the triggers whose bodies write it.
 	triggerWrites map[string][]string
-	rows          map[rowKey]int64
+	// writes maps a table the statement itself writes (by folded name) to
+	// its name and the kinds of write: the virtual tables among them are
+	// counted apart, since the preupdate hook never sees their rows.
+	writes map[string]*tableWrite
+	rows   map[rowKey]int64
+}
+
+// tableWrite is how the statement itself writes one table.
+type tableWrite struct {
+	name                      string
+	inserts, updates, deletes bool
 }
 
 type rowKey struct {
@@ -51,6 +61,20 @@ var objectActions = map[int][2]string{
 func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 	if !d.compiling || r.Nested {
 		return
+	}
+	if r.Trigger == "" && r.DB == "main" {
+		switch r.Action {
+		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
+			f := policy.FoldName(r.Arg1)
+			w := d.writes[f]
+			if w == nil {
+				w = &tableWrite{name: r.Arg1}
+				d.writes[f] = w
+			}
+			w.inserts = w.inserts || r.Action == rawsqlite.AuthInsert
+			w.updates = w.updates || r.Action == rawsqlite.AuthUpdate
+			w.deletes = w.deletes || r.Action == rawsqlite.AuthDelete
+		}
 	}
 	if r.Trigger != "" {
 		switch r.Action {
@@ -97,7 +121,7 @@ func (d *dryRun) changed(r rawsqlite.RowChange) {
 // that only reads is answered as query would; a harmless write may be
 // committed (PreviewRequest.CommitIfHarmless).
 func (ex *executor) previewQuery() (*ipc.Response, error) {
-	d := &dryRun{triggerWrites: map[string][]string{}, rows: map[rowKey]int64{}}
+	d := &dryRun{triggerWrites: map[string][]string{}, writes: map[string]*tableWrite{}, rows: map[rowKey]int64{}}
 	ex.dry = d
 	defer func() { ex.dry = nil }()
 	st, sum, reads, err := ex.prepareAgent()
@@ -192,10 +216,17 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 			d.objects[i].Rows = n
 		}
 	}
+	kinds, err := ex.tableKinds()
+	if err != nil {
+		return nil, err
+	}
+	vt := ex.virtualWrites(d, kinds)
+	total := ex.conn.TotalChanges()
 	returning, changes, err := ex.apply(st, sum)
 	if err != nil {
 		return nil, err
 	}
+	vtChanges := ex.countVirtual(vt, kinds, changes, ex.conn.TotalChanges()-total)
 	if len(truncated) == 1 {
 		// SQLite truncates only a DELETE without WHERE, RETURNING,
 		// triggers or foreign keys: the statement's own count is the
@@ -215,7 +246,7 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 		p.Changes = changes
 	}
 	p.Objects = d.objects
-	if p.Tables, err = ex.tableChanges(d); err != nil {
+	if p.Tables, err = ex.tableChanges(d, kinds.shadow, vtChanges); err != nil {
 		return nil, err
 	}
 	if ex.req.Preview.CommitIfHarmless && ex.req.Snapshot == nil && harmless(p) {
@@ -229,10 +260,10 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 }
 
 // harmless reports a preview that deletes, overwrites, drops and alters
-// nothing.
+// nothing, and counted every row.
 func harmless(p *ipc.Preview) bool {
 	for _, t := range p.Tables {
-		if t.Deleted > 0 || t.Updated > 0 {
+		if t.Deleted > 0 || t.Updated > 0 || t.Uncounted {
 			return false
 		}
 	}
@@ -257,11 +288,8 @@ func (ex *executor) fileBytes() (int64, error) {
 // tableChanges sums the dry run's row changes per table and cause, leaving
 // out SQLite's schema table, virtual tables' shadow tables and tables the
 // statement drops (their rows are counted with the DROP).
-func (ex *executor) tableChanges(d *dryRun) ([]ipc.TableChange, error) {
-	shadow, err := ex.shadowTables()
-	if err != nil {
-		return nil, err
-	}
+func (ex *executor) tableChanges(d *dryRun, shadow map[string]bool, virtual []ipc.TableChange) ([]ipc.TableChange, error) {
+	var err error
 	dropped := map[string]bool{}
 	for _, o := range d.objects {
 		if o.Action == ipc.ObjectDrop {
@@ -285,15 +313,16 @@ func (ex *executor) tableChanges(d *dryRun) ([]ipc.TableChange, error) {
 			continue
 		}
 		via := ""
+		var triggers []string
 		if k.indirect {
-			if via, err = ex.cause(k, d, changedOps); err != nil {
+			if via, triggers, err = ex.cause(k, d, changedOps); err != nil {
 				return nil, err
 			}
 		}
 		kk := key{k.table, via}
 		tc := sums[kk]
 		if tc == nil {
-			tc = &ipc.TableChange{Table: k.table, Via: via}
+			tc = &ipc.TableChange{Table: k.table, Via: via, Triggers: triggers}
 			sums[kk] = tc
 			order = append(order, kk)
 		}
@@ -305,6 +334,11 @@ func (ex *executor) tableChanges(d *dryRun) ([]ipc.TableChange, error) {
 		case rawsqlite.ChangeInsert:
 			tc.Inserted += n
 		}
+	}
+	for _, v := range virtual {
+		kk := key{v.Table, v.Via}
+		sums[kk] = &v
+		order = append(order, kk)
 	}
 	// The statement's own changes first, then by table name.
 	slices.SortFunc(order, func(a, b key) int {
@@ -326,10 +360,10 @@ func (ex *executor) tableChanges(d *dryRun) ([]ipc.TableChange, error) {
 // cause names what changed rows of a table indirectly: a foreign-key
 // action of the table toward a parent the run changed, else the triggers
 // whose bodies write the table. SQLite runs both as triggers and does not
-// tell them apart in the hook, so the schema decides.
-func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]bool) (string, error) {
-	var via string
-	err := ex.each("SELECT \"table\", on_update, on_delete FROM pragma_foreign_key_list(?)", func(st *rawsqlite.Stmt) error {
+// tell them apart in the hook, so the schema decides. triggers lists the
+// triggers named in via.
+func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]bool) (via string, triggers []string, err error) {
+	err = ex.each("SELECT \"table\", on_update, on_delete FROM pragma_foreign_key_list(?)", func(st *rawsqlite.Stmt) error {
 		if via != "" {
 			return nil
 		}
@@ -343,12 +377,12 @@ func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]boo
 		return nil
 	}, k.table)
 	if err != nil || via != "" {
-		return via, err
+		return via, nil, err
 	}
 	if names := d.triggerWrites[policy.FoldName(k.table)]; len(names) > 0 {
-		return "trigger " + strings.Join(names, ", "), nil
+		return "trigger " + strings.Join(names, ", "), names, nil
 	}
-	return "trigger", nil
+	return "trigger", nil, nil
 }
 
 // actionChanges reports whether a foreign-key action makes changes of kind
@@ -362,4 +396,175 @@ func actionChanges(action string, op int) bool {
 		return op == rawsqlite.ChangeUpdate
 	}
 	return false
+}
+
+// tableKinds are the main schema's shadow and virtual tables, by folded
+// name.
+type tableKinds struct {
+	shadow  map[string]bool
+	virtual map[string]string // folded name: name
+}
+
+func (ex *executor) tableKinds() (tableKinds, error) {
+	k := tableKinds{shadow: map[string]bool{}, virtual: map[string]string{}}
+	err := ex.each("SELECT name, type FROM pragma_table_list WHERE schema='main' AND type IN ('shadow', 'virtual')", func(st *rawsqlite.Stmt) error {
+		if st.ColumnText(1) == "shadow" {
+			k.shadow[policy.FoldName(st.ColumnText(0))] = true
+		} else {
+			k.virtual[policy.FoldName(st.ColumnText(0))] = st.ColumnText(0)
+		}
+		return nil
+	})
+	return k, err
+}
+
+// virtualCount is one virtual table the statement or its triggers write,
+// with its rows before the run (rows < 0: it could not be counted).
+type virtualCount struct {
+	name     string
+	write    *tableWrite // nil when only triggers write it
+	triggers []string
+	rows     int64
+}
+
+// virtualWrites counts, before the run, the rows of every virtual table
+// the statement or its triggers write. The preupdate hook never sees a
+// virtual table's rows (only its shadow tables', which the module writes
+// through statements of its own), so they are counted here instead.
+func (ex *executor) virtualWrites(d *dryRun, kinds tableKinds) []virtualCount {
+	if len(kinds.virtual) == 0 {
+		return nil
+	}
+	var out []virtualCount
+	for f, w := range d.writes {
+		if kinds.virtual[f] != "" {
+			out = append(out, virtualCount{name: w.name, write: w, triggers: d.triggerWrites[f]})
+		}
+	}
+	for f, names := range d.triggerWrites {
+		if kinds.virtual[f] != "" && d.writes[f] == nil {
+			out = append(out, virtualCount{name: kinds.virtual[f], triggers: names})
+		}
+	}
+	slices.SortFunc(out, func(a, b virtualCount) int { return cmp.Compare(a.name, b.name) })
+	for i := range out {
+		out[i].rows = ex.virtualRows(out[i].name, kinds)
+	}
+	return out
+}
+
+// virtualRows is how many rows a virtual table holds: for FTS5, the
+// documents its index holds (its docsize table, which an external-content
+// table's count(*) would not read), else count(*); -1 when it cannot be
+// counted (a module this SQLite lacks, say).
+func (ex *executor) virtualRows(name string, kinds tableKinds) int64 {
+	sql := "SELECT count(*) FROM main." + quoteIdent(name)
+	if kinds.shadow[policy.FoldName(name+"_docsize")] {
+		sql = "SELECT count(*) FROM main." + quoteIdent(name+"_docsize")
+	}
+	n, err := ex.scalarInt(sql)
+	if err != nil {
+		ex.log.Debug("a virtual table could not be counted for the preview", "table", name, "error", err)
+		return -1
+	}
+	return n
+}
+
+// countVirtual turns the counts before the run into the rows each virtual
+// table changed. Rows the statement itself changes are exact: SQLite
+// counts every row it hands the module (sqlite3_changes). An FTS command
+// (INSERT INTO f(f) VALUES('delete-all')) is one such call that removes
+// many rows: the net change counts those. What triggers do to a virtual
+// table is seen only as its net change, so such a table is marked
+// Uncounted, as is one the statement writes in ways its counts do not
+// explain (a REPLACE over an existing row, a command). total is how
+// many rows the run changed in all (sqlite3_total_changes): when it is
+// no more than the statement's own, no trigger wrote anything.
+func (ex *executor) countVirtual(vt []virtualCount, kinds tableKinds, changes, total int64) []ipc.TableChange {
+	var out []ipc.TableChange
+	for _, v := range vt {
+		after := int64(-1)
+		if v.rows >= 0 {
+			after = ex.virtualRows(v.name, kinds)
+		}
+		counted := v.rows >= 0 && after >= 0
+		net := after - v.rows
+		tc := ipc.TableChange{Table: v.name}
+		if w := v.write; w != nil {
+			// The statement writes one table: all its changes are this
+			// table's.
+			switch {
+			case w.deletes:
+				tc.Deleted = changes
+				if counted && -net > changes {
+					tc.Deleted = -net
+				}
+			case w.updates && !w.inserts:
+				tc.Updated = changes
+			case !counted:
+				tc.Uncounted = changes > 0
+			case net < 0:
+				tc.Deleted, tc.Net = -net, true
+			default:
+				tc.Inserted, tc.Net = net, true
+				tc.Uncounted = changes > net
+			}
+		} else {
+			if total <= changes {
+				continue // no trigger wrote anything
+			}
+			tc.Via, tc.Triggers = "trigger "+strings.Join(v.triggers, ", "), v.triggers
+			tc.Uncounted, tc.Net = true, counted
+			switch {
+			case counted && net < 0:
+				tc.Deleted = -net
+			case counted && net > 0:
+				tc.Inserted = net
+			}
+		}
+		if tc.Deleted > 0 || tc.Updated > 0 || tc.Inserted > 0 || tc.Uncounted {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// recount holds the rows, before the real run, of the tables the request
+// asks it to count again (ipc.Request.Recount).
+type recount struct {
+	kinds  tableKinds
+	before map[string]int64
+}
+
+// startRecount counts the tables of Request.Recount before the statement
+// runs; nil when the request names none.
+func (ex *executor) startRecount() *recount {
+	if len(ex.req.Recount) == 0 {
+		return nil
+	}
+	kinds, err := ex.tableKinds()
+	if err != nil {
+		return nil
+	}
+	r := &recount{kinds: kinds, before: map[string]int64{}}
+	for _, name := range ex.req.Recount {
+		if n := ex.virtualRows(name, kinds); n >= 0 {
+			r.before[name] = n
+		}
+	}
+	return r
+}
+
+// finish counts them again after the statement ran.
+func (r *recount) finish(ex *executor) map[string]int64 {
+	if r == nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for name, before := range r.before {
+		if n := ex.virtualRows(name, r.kinds); n >= 0 {
+			out[name] = n - before
+		}
+	}
+	return out
 }

@@ -100,7 +100,7 @@ func TestPreview(t *testing.T) {
 		{"delete without where of a plain table (SQLite's truncate)", "destructive", "DELETE FROM history", 2,
 			[]ipc.TableChange{{Table: "history", Deleted: 2}}, nil},
 		{"update without where fires the trigger", "destructive", "UPDATE orders SET note = 'x'", 4,
-			[]ipc.TableChange{{Table: "orders", Updated: 4}, {Table: "history", Inserted: 4, Via: "trigger orders_history"}}, nil},
+			[]ipc.TableChange{{Table: "orders", Updated: 4}, {Table: "history", Inserted: 4, Via: "trigger orders_history", Triggers: []string{"orders_history"}}}, nil},
 		{"drop table counts its rows and the cascade", "destructive", "DROP TABLE order_items", 0,
 			nil, []ipc.ObjectChange{{Action: ipc.ObjectDrop, Type: "TABLE", Name: "order_items", Rows: 4}}},
 		{"drop a parent table deletes through its foreign keys and drops its trigger", "destructive", "DROP TABLE orders", 0,
@@ -113,7 +113,7 @@ func TestPreview(t *testing.T) {
 		{"create trigger", "destructive", "CREATE TRIGGER t2 AFTER DELETE ON orders BEGIN SELECT 1; END", 0,
 			nil, []ipc.ObjectChange{{Action: ipc.ObjectCreate, Type: "TRIGGER", Name: "t2", Table: "orders"}}},
 		{"upsert overwrites", "write", "INSERT INTO orders VALUES (2, 'z') ON CONFLICT(id) DO UPDATE SET note = excluded.note", 1,
-			[]ipc.TableChange{{Table: "orders", Updated: 1}, {Table: "history", Inserted: 1, Via: "trigger orders_history"}}, nil},
+			[]ipc.TableChange{{Table: "orders", Updated: 1}, {Table: "history", Inserted: 1, Via: "trigger orders_history", Triggers: []string{"orders_history"}}}, nil},
 		{"replace deletes the row it replaces", "write", "REPLACE INTO refs VALUES (20, 2)", 1,
 			[]ipc.TableChange{{Table: "refs", Deleted: 1, Inserted: 1}}, nil},
 	}
@@ -142,6 +142,77 @@ func TestPreview(t *testing.T) {
 				t.Error("the dry run changed the database")
 			}
 		})
+	}
+}
+
+// TestPreviewVirtualTables: the preupdate hook never sees the rows of a
+// virtual table, yet the dry run counts them, or marks the table
+// Uncounted when it cannot (SPEC 5.5: the form never understates).
+func TestPreviewVirtualTables(t *testing.T) {
+	tests := []struct {
+		name, sql string
+		changes   int64
+		tables    []ipc.TableChange
+	}{
+		{"delete every row of an FTS5 table", "DELETE FROM ft", 3, []ipc.TableChange{{Table: "ft", Deleted: 3}}},
+		{"delete from an R*Tree", "DELETE FROM rt", 2, []ipc.TableChange{{Table: "rt", Deleted: 2}}},
+		{"delete one R*Tree row", "DELETE FROM rt WHERE id = 1", 1, []ipc.TableChange{{Table: "rt", Deleted: 1}}},
+		{"delete nothing", "DELETE FROM ft WHERE rowid = 99", 0, nil},
+		{"update an FTS5 table", "UPDATE ft SET body = 'x'", 3, []ipc.TableChange{{Table: "ft", Updated: 3}}},
+		{"FTS5 delete-all of a contentless table", "INSERT INTO cl(cl) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "cl", Deleted: 3, Net: true}}},
+		{"FTS5 delete-all of an external-content table", "INSERT INTO ext(ext) VALUES('delete-all')", 1, []ipc.TableChange{{Table: "ext", Deleted: 3, Net: true}}},
+		{"FTS5 delete command", "INSERT INTO cl(cl, rowid, body) VALUES('delete', 1, 'alpha beta')", 1, []ipc.TableChange{{Table: "cl", Deleted: 1, Net: true}}},
+		{"insert into an FTS5 table", "INSERT INTO ft(body) SELECT body FROM notes", 3, []ipc.TableChange{{Table: "ft", Inserted: 3, Net: true}}},
+		{"a REPLACE over a row cannot be told apart", "INSERT OR REPLACE INTO ft(rowid, body) VALUES(1, 'z')", 1, []ipc.TableChange{{Table: "ft", Uncounted: true, Net: true}}},
+		{"a trigger writing an FTS5 table", "INSERT INTO feed VALUES ('q')", 1,
+			[]ipc.TableChange{{Table: "feed", Inserted: 1}, {Table: "cl", Inserted: 1, Via: "trigger feed_index", Triggers: []string{"feed_index"}, Uncounted: true, Net: true}}},
+		{"a trigger that does not fire", "DELETE FROM feed", 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := vtabDB(t)
+			before := digest(t, db)
+			resp := execute(previewRequest(db, "destructive", tt.sql), hclog.NewNullLogger())
+			if !resp.OK || resp.Preview == nil {
+				t.Fatalf("%s: %s %q", resp.Code, resp.Message, resp.Text)
+			}
+			p := resp.Preview
+			if p.Changes != tt.changes {
+				t.Errorf("changes = %d, want %d", p.Changes, tt.changes)
+			}
+			if !reflect.DeepEqual(p.Tables, tt.tables) {
+				t.Errorf("tables = %+v, want %+v", p.Tables, tt.tables)
+			}
+			if digest(t, db) != before {
+				t.Error("the dry run changed the database")
+			}
+		})
+	}
+	// A virtual table that is not counted is never harmless: write_query
+	// under --confirm writes asks instead of committing.
+	db := vtabDB(t)
+	req := previewRequest(db, "write", "INSERT OR REPLACE INTO ft(rowid, body) VALUES(1, 'z')")
+	req.Preview.CommitIfHarmless = true
+	if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview == nil {
+		t.Fatalf("an uncounted write was committed: %+v", resp)
+	}
+}
+
+// TestRecount: the real run counts again the virtual tables a preview
+// counted by their net change, so the answer can say when it differed.
+func TestRecount(t *testing.T) {
+	db := vtabDB(t)
+	req := request(db, ipc.OpQuery, "destructive", "INSERT INTO cl(cl) VALUES('delete-all')")
+	req.Recount = []string{"cl", "rt", "nope"}
+	resp := execute(req, hclog.NewNullLogger())
+	if !resp.OK {
+		t.Fatalf("%s: %s", resp.Code, resp.Message)
+	}
+	if want := map[string]int64{"cl": -3, "rt": 0}; !reflect.DeepEqual(resp.Recounted, want) {
+		t.Fatalf("recounted %v, want %v", resp.Recounted, want)
+	}
+	if resp := execute(request(db, ipc.OpQuery, "destructive", "DELETE FROM rt"), hclog.NewNullLogger()); !resp.OK || resp.Recounted != nil {
+		t.Fatalf("a request without Recount: %+v", resp)
 	}
 }
 

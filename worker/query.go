@@ -150,6 +150,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 			return nil, err
 		}
 	}
+	rc := ex.startRecount()
 	returning, changes, err := ex.apply(st, sum)
 	if snap != nil && snap.rec != nil {
 		snap, returning, changes, err = ex.settleUndo(st, sum, snap, returning, changes, err)
@@ -157,6 +158,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	if err != nil {
 		return nil, err
 	}
+	recounted := rc.finish(ex)
 	if err := ex.exec("COMMIT"); err != nil {
 		if snap != nil && snap.kind == ipc.SnapshotUndo {
 			// The record of a change that did not happen would only
@@ -170,7 +172,9 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	if ex.mode == policy.Destructive {
 		detail = snap.detail()
 	}
-	return ex.written(sum, changes, returning, detail), nil
+	resp := ex.written(sum, changes, returning, detail)
+	resp.Recounted = recounted
+	return resp, nil
 }
 
 // outOfMemory reports SQLite's out-of-memory error (the heap limit).
@@ -243,7 +247,10 @@ func (ex *executor) written(sum policy.Summary, changes int64, returning *result
 	}
 	if ex.mode == policy.Destructive {
 		if p, ok := detail["snapshot"].(string); ok && p != "" {
-			b.WriteString("; snapshot: " + p)
+			b.WriteString("; snapshot: " + p + foreignNote(ex.foreign))
+			if len(ex.foreign) > 0 {
+				detail["snapshot_foreign"] = ex.foreign
+			}
 		} else {
 			b.WriteString("; snapshots are disabled")
 		}

@@ -80,7 +80,7 @@ func (ex *executor) snapshot() (string, error) {
 		_ = ex.exec("ROLLBACK")
 		return "", err
 	}
-	rotate(s.Dir, s.Stem, s.Keep, ex)
+	rotate(s.Dir, s.Stem, s.Keep, path, ex)
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
 	if ex.clock != nil {
 		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
@@ -101,8 +101,12 @@ func (ex *executor) snapshotNow() (*ipc.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rotate(s.Dir, s.Stem, s.Keep, ex)
-	return &ipc.Response{Text: "ok: snapshot written: " + c.path, Detail: map[string]any{"snapshot": c.path}}, nil
+	rotate(s.Dir, s.Stem, s.Keep, c.path, ex)
+	detail := map[string]any{"snapshot": c.path}
+	if len(ex.foreign) > 0 {
+		detail["snapshot_foreign"] = ex.foreign
+	}
+	return &ipc.Response{Text: "ok: snapshot written: " + c.path + foreignNote(ex.foreign), Detail: detail}, nil
 }
 
 // snapshotCopy is a complete snapshot kept under its name: where it is,
@@ -341,12 +345,27 @@ func nameFree(dir, stem string, taken time.Time) bool {
 	return true
 }
 
-// rotate removes all but the newest keep complete snapshots of stem, full
-// copies and undo records together.
-// Partial files are not snapshots and do not count; neither does a
-// snapshot with a journal beside it (an incomplete one from a version that
-// wrote snapshots in place), which ipc.SnapshotLeftovers reports.
-func rotate(dir, stem string, keep int, ex *executor) {
+// futureSkew is how far after the snapshot just written another
+// snapshot's name may be dated and still be trusted: two servers on one
+// file, or a name moved on by a millisecond to be free, stay well inside
+// it.
+const futureSkew = time.Minute
+
+// rotate keeps the snapshot just written (kept, a path in dir) and the
+// newest keep-1 other complete snapshots of stem, full copies and undo
+// records together, and removes the rest.
+//
+// Only names say when a snapshot was taken, and anything that can write
+// the folder can choose one: a snapshot named later than the one just
+// written (beyond futureSkew) was not written by this clock's present (a
+// clock set back, or a planted file), so it is neither counted nor
+// removed, and it is reported in the log and in ex.foreign for the
+// answer. The snapshot just written is never removed, whatever names
+// surround it. Partial files are not snapshots and do not count; neither
+// does a snapshot with a journal beside it (an incomplete one from a
+// version that wrote snapshots in place), which ipc.SnapshotLeftovers
+// reports.
+func rotate(dir, stem string, keep int, kept string, ex *executor) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -355,14 +374,33 @@ func rotate(dir, stem string, keep int, ex *executor) {
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
-	var complete []string
+	just := filepath.Base(kept)
+	ref, ok := ipc.SnapshotStamp(just, stem)
+	if !ok || filepath.Dir(kept) != filepath.Clean(dir) {
+		// Not a snapshot of this folder: judge names by the clock.
+		ref, just = time.Now().UTC(), ""
+	}
+	var complete, foreign []string
 	for n := range names {
-		if ipc.IsSnapshotName(n, stem) && !names[n+"-journal"] {
+		stamp, ok := ipc.SnapshotStamp(n, stem)
+		switch {
+		case !ok || names[n+"-journal"] || n == just:
+		case stamp.After(ref.Add(futureSkew)):
+			foreign = append(foreign, n)
+		default:
 			complete = append(complete, n)
 		}
 	}
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		ex.foreign = foreign
+		ex.log.Warn("files in the snapshot folder are named after the snapshot just written (a clock set back, or files this server did not write): they are neither counted toward --snapshots nor removed", "folder", dir, "files", foreign)
+	}
+	if just != "" {
+		keep-- // the snapshot just written is one of those kept
+	}
 	sort.Strings(complete)
-	for len(complete) > keep {
+	for len(complete) > max(keep, 0) {
 		if err := os.Remove(filepath.Join(dir, complete[0])); err != nil {
 			ex.log.Warn("could not remove an old snapshot", "file", complete[0], "error", err)
 		}
@@ -374,4 +412,19 @@ func rotate(dir, stem string, keep int, ex *executor) {
 		}
 		complete = complete[1:]
 	}
+}
+
+// foreignNote is what an answer says of the files rotation did not trust,
+// or "".
+func foreignNote(foreign []string) string {
+	if len(foreign) == 0 {
+		return ""
+	}
+	shown := foreign
+	more := ""
+	if len(shown) > 3 {
+		shown, more = shown[:3], fmt.Sprintf(" and %d more", len(foreign)-3)
+	}
+	return fmt.Sprintf("; note: %d files in the snapshot folder are named after this snapshot (a clock set back, or files this server did not write); they were neither counted toward --snapshots nor removed, and restore should not trust their names: %s%s",
+		len(foreign), strings.Join(shown, ", "), more)
 }

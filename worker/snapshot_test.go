@@ -315,11 +315,11 @@ func TestRetentionCountsSafetySnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rotate(dir, "w", 2, &executor{log: hclog.NewNullLogger()})
+	rotate(dir, "w", 2, "", &executor{log: hclog.NewNullLogger()})
 	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260102T000000.000Z.pre-restore.db", "w.20260103T000000.000Z.db"}) {
 		t.Fatalf("after keeping 2: %v", got)
 	}
-	rotate(dir, "w", 1, &executor{log: hclog.NewNullLogger()})
+	rotate(dir, "w", 1, "", &executor{log: hclog.NewNullLogger()})
 	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260103T000000.000Z.db"}) {
 		t.Fatalf("after keeping 1: %v", got)
 	}
@@ -387,5 +387,92 @@ func TestSnapshotNow(t *testing.T) {
 	}
 	if resp := executeTo(now(dir, 0), log, io.Discard); resp.OK || resp.Code != errcode.InvalidArgument {
 		t.Fatalf("keep 0: %+v", resp)
+	}
+}
+
+// TestRotationKeepsWhatItWrote: five snapshot-named files dated in the
+// future (a clock set back, or planted) neither push out the snapshot just
+// written nor count toward retention; they are reported and left alone,
+// while older snapshots rotate as before.
+func TestRotationKeepsWhatItWrote(t *testing.T) {
+	now := time.Now().UTC()
+	name := func(d time.Duration, tag string) string { return ipc.SnapshotFileName("w", tag, now.Add(d)) }
+	future := []string{name(24*time.Hour, ""), name(48*time.Hour, ""), name(72*time.Hour, ipc.UndoTag), name(96*time.Hour, ""), name(365*24*time.Hour, ipc.PreRestoreTag)}
+	old := []string{name(-3*time.Hour, ""), name(-2*time.Hour, ipc.UndoTag), name(-time.Hour, "")}
+	within := name(30*time.Second, "") // another server's, inside the skew
+	tests := []struct {
+		name      string
+		keep      int
+		kept      []string // besides the one just written
+		withinToo bool
+	}{
+		{"keep 1 keeps only the one just written", 1, nil, false},
+		{"keep 3 keeps the two newest older ones", 3, old[1:], false},
+		{"keep 10 removes nothing", 10, old, false},
+		{"a name inside the skew counts as a snapshot", 2, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := append(append(slices.Clone(future), old...), name(0, ""))
+			if tt.withinToo {
+				files = append(files, within)
+			}
+			for _, n := range files {
+				if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			just := filepath.Join(dir, name(0, ""))
+			ex := &executor{log: hclog.NewNullLogger()}
+			rotate(dir, "w", tt.keep, just, ex)
+			want := append(append(slices.Clone(future), tt.kept...), name(0, ""))
+			if tt.withinToo {
+				want = append(want, within)
+			}
+			slices.Sort(want)
+			if got := dirNames(t, dir); !slices.Equal(got, want) {
+				t.Fatalf("left %v\nwant %v", got, want)
+			}
+			if got := slices.Sorted(slices.Values(ex.foreign)); !slices.Equal(got, slices.Sorted(slices.Values(future))) {
+				t.Fatalf("reported %v, want the future-dated %v", ex.foreign, future)
+			}
+		})
+	}
+}
+
+// TestSnapshotAmongFutureFiles: destructive_query and the snapshot tool
+// answer the path of a snapshot that exists, and say which files they did
+// not trust.
+func TestSnapshotAmongFutureFiles(t *testing.T) {
+	for _, op := range []string{ipc.OpQuery, ipc.OpSnapshot} {
+		t.Run(op, func(t *testing.T) {
+			db := testDB(t)
+			dir := filepath.Join(t.TempDir(), "snaps")
+			os.MkdirAll(dir, 0o700)
+			for i := range 5 {
+				n := ipc.SnapshotFileName("w", "", time.Now().Add(time.Duration(i+1)*24*time.Hour))
+				os.WriteFile(filepath.Join(dir, n), []byte("planted"), 0o600)
+			}
+			req := request(db, op, "destructive", "DELETE FROM t WHERE id = 1")
+			if op == ipc.OpSnapshot {
+				req.Mode = "read"
+			}
+			req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "w", Keep: 5}
+			resp := execute(req, hclog.NewNullLogger())
+			if !resp.OK {
+				t.Fatalf("%s: %s", resp.Code, resp.Message)
+			}
+			path, _ := resp.Detail["snapshot"].(string)
+			if _, err := os.Stat(path); path == "" || err != nil {
+				t.Fatalf("answered snapshot %q, which does not exist (%v): %s", path, err, resp.Text)
+			}
+			if !strings.Contains(resp.Text, path+"; note: 5 files in the snapshot folder are named after this snapshot") {
+				t.Fatalf("answer %q does not report the future-dated files", resp.Text)
+			}
+			if n := len(dirNames(t, dir)); n != 6 {
+				t.Fatalf("%d files left, want the 5 planted and the new one", n)
+			}
+		})
 	}
 }

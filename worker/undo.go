@@ -235,6 +235,6 @@ func (ex *executor) keepUndo(t *taken) error {
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
 	}
 	t.rec, t.path, t.bytes, t.rows = nil, path, sum.Bytes, sum.Rows
-	rotate(s.Dir, s.Stem, s.Keep, ex)
+	rotate(s.Dir, s.Stem, s.Keep, path, ex)
 	return nil
 }

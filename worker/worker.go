@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/version"
 )
 
 // Main reads one request from stdin, executes it and writes one response to
@@ -96,14 +97,19 @@ meant to be run by hand; run the server instead:
 
 A request piped to it (as fuzzers do) gets a JSON frame answer, failures
 included, and exit status 0; worker/README.md describes the frames.
+--version prints the version and commit of this build.
 `
 
 // Args handles command-line arguments, which the server never passes:
-// --help (or -h, help) prints Help; anything else is a usage error (2).
+// --help (or -h, help) prints Help, --version the build's version line;
+// anything else is a usage error (2).
 func Args(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "--help", "-help", "-h", "help":
 		fmt.Fprint(stdout, Help)
+		return 0
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version.Line("mcp-sqlite-memory-worker"))
 		return 0
 	}
 	fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: unexpected argument %q; it takes none\n\n%s", args[0], Help)
@@ -149,6 +155,8 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	}
 	release = ex.close
 	ex.progress = &reporter{w: progress}
+	// What the standby phase allocated is no failure of this request's.
+	rawsqlite.ResetAllocationWatch()
 
 	if req.Limits.TimeoutMS > 0 {
 		// SQLite drops an interrupt that arrives between statements, so the
@@ -199,11 +207,14 @@ func (ex *executor) classify(err error) error {
 	if !errors.As(err, &se) {
 		return errcode.New(errcode.WorkerFailed, err.Error())
 	}
+	if errors.Is(err, rawsqlite.ErrStoppedAtHeapLimit) {
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory: the statement reached the worker's memory limit (%d MiB, --worker-memory-mb) and was stopped there; narrow the query: aggregate fewer rows (a WHERE, or LIMIT in a subquery), smaller values, no huge strings or blobs", ex.req.Limits.MemoryMB))
+	}
 	switch se.Primary() {
 	case rawsqlite.ResultInterrupt:
 		return errcode.QueryTimeout(time.Duration(ex.req.Limits.TimeoutMS)*time.Millisecond, "interrupted")
 	case rawsqlite.ResultNoMem:
-		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
+		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("out of memory (worker limit %d MiB, --worker-memory-mb); narrow the query: fewer rows, smaller aggregates, no huge strings or blobs", ex.req.Limits.MemoryMB))
 	case rawsqlite.ResultFull:
 		return errcode.New(errcode.ResourceLimit, fmt.Sprintf("the statement would grow the database by more than --max-growth-mb=%d MiB; the change was rolled back. Write less per statement", ex.req.Limits.MaxGrowthMB))
 	case rawsqlite.ResultAuth:

@@ -189,7 +189,7 @@ func TestSnapshotRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rotate(dir, "m", 2, &executor{log: hclog.NewNullLogger()})
+	rotate(dir, "m", 2, "", &executor{log: hclog.NewNullLogger()})
 	entries, _ := os.ReadDir(dir)
 	var got []string
 	for _, e := range entries {

@@ -1,0 +1,328 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+)
+
+// The server tables defend themselves (SPEC 5.6). The append-only triggers
+// refuse UPDATE and DELETE, and every append checks its own row
+// (checkStored); what they cannot see is an object another program added
+// to the schema that runs inside the server's own writes: a trigger that
+// fires on an insert into memory_events and drops it (RAISE(IGNORE)),
+// rewrites it, or writes the server tables from a trigger on a table of
+// the agent's. At start the server therefore refuses a schema in which an
+// object it did not create references its tables.
+//
+// "References" is judged by SQLite's own parser, not by reading the SQL
+// text (which quoting, comments, schema prefixes and case can dress up):
+// for every table and view of the schema, the statements that would fire
+// its triggers (INSERT ... DEFAULT VALUES, an UPDATE of every column,
+// DELETE) are compiled, never run, under an authorizer that records every
+// table each trigger body reads or writes (SQLite compiles a statement's
+// triggers, and the triggers those fire, with it, and names the innermost
+// trigger in each authorizer call). A trigger is foreign when it is not one
+// of the server's own (name and SQL exactly those it creates) and either
+// fires on a write to a server table or reads or writes one. An index on
+// a server table (as SQLite's pragma_index_list reports it) is foreign
+// unless it is the server's (query_log_ts) or SQLite's own for a
+// constraint of the table. Any other object that holds
+// a server name (a view named memory_events_fts, a query_errors view with
+// another definition) is foreign too.
+//
+// Views that read the server tables are allowed: a view only reads, every
+// tool may read the memory, and create_view makes such views; what could
+// make a view write is an INSTEAD OF trigger on it, which is judged as a
+// trigger.
+
+// ErrForeignObjects: the schema holds objects the server did not create
+// that reference its tables (see ForeignObjectsError for which).
+var ErrForeignObjects = errors.New("objects the server did not create reference its tables")
+
+// ForeignObject is one schema object found by the start check.
+type ForeignObject struct {
+	Type, Name string // as in sqlite_master
+	// Why says what it does to the server tables.
+	Why string
+}
+
+// ForeignObjectsError lists the foreign objects; it matches
+// ErrForeignObjects.
+type ForeignObjectsError struct {
+	Path    string
+	Objects []ForeignObject
+}
+
+func (e *ForeignObjectsError) Unwrap() error { return ErrForeignObjects }
+
+func (e *ForeignObjectsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %v, so appends, checkpoints or the audit log could be dropped or rewritten:", e.Path, ErrForeignObjects)
+	var drops []string
+	for _, o := range e.Objects {
+		fmt.Fprintf(&b, "\n  %s %s: %s", o.Type, quoteName(o.Name), o.Why)
+		drops = append(drops, fmt.Sprintf("DROP %s %s;", strings.ToUpper(o.Type), quoteName(o.Name)))
+	}
+	fmt.Fprintf(&b, "\nThe server does not serve this file while they exist. If you did not make them, drop them with the sqlite3 CLI:\n  sqlite3 %s '%s'\nor restore a snapshot from before they appeared (mcp-sqlite-memory restore).",
+		e.Path, strings.ReplaceAll(strings.Join(drops, " "), "'", `'\''`))
+	return b.String()
+}
+
+// quoteName quotes an SQL identifier.
+func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// fts5Shadows are the suffixes of an FTS5 table's shadow tables.
+var fts5Shadows = []string{"_data", "_idx", "_docsize", "_config", "_content"}
+
+// foldASCII lower-cases ASCII letters only, as SQLite compares names.
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// serverNames are the server's tables, view, indexes and the indexes'
+// shadow tables, folded.
+var serverNames = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, n := range ProtectedObjects {
+		m[foldASCII(n)] = true
+	}
+	for _, ix := range []string{IndexEvents, IndexCheckpoints} {
+		for _, sfx := range fts5Shadows {
+			m[foldASCII(ix+sfx)] = true
+		}
+	}
+	return m
+}()
+
+// ownObjects maps the folded name of each trigger, view and index the
+// server creates to its SQL as SQLite stores it (the statement without
+// "IF NOT EXISTS").
+var ownObjects = func() map[string]string {
+	m := make(map[string]string)
+	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
+		if mm := ddlName.FindStringSubmatch(stmt); mm != nil && !strings.HasPrefix(stmt, "CREATE TABLE") {
+			m[foldASCII(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
+		}
+	}
+	return m
+}()
+
+type masterRow struct{ typ, name, table, sql string }
+
+// checkForeign runs the start check on the database at path (see above)
+// and returns a *ForeignObjectsError when it finds foreign objects.
+func checkForeign(path string) error {
+	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	if err != nil {
+		return fmt.Errorf("memory: schema check: %w", err)
+	}
+	defer c.Close()
+	if err := c.BusyTimeout(BusyTimeout); err != nil {
+		return fmt.Errorf("memory: schema check: %w", err)
+	}
+	found, err := foreignObjects(c)
+	if err != nil {
+		return fmt.Errorf("memory: schema check: %w", err)
+	}
+	if len(found) > 0 {
+		return &ForeignObjectsError{Path: path, Objects: found}
+	}
+	return nil
+}
+
+func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
+	var rows []masterRow
+	q, _, err := c.Prepare(`SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_master`)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ok, err := q.Step()
+		if err != nil {
+			q.Finalize()
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		rows = append(rows, masterRow{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2), q.ColumnText(3)})
+	}
+	q.Finalize()
+
+	why := make(map[string]map[string]bool) // "type\x00name" -> reasons
+	types := make(map[string]string)        // folded trigger name -> its row's name
+	add := func(typ, name, reason string) {
+		k := typ + "\x00" + name
+		if why[k] == nil {
+			why[k] = make(map[string]bool)
+		}
+		why[k][reason] = true
+	}
+	own := func(r masterRow) bool {
+		want, ok := ownObjects[foldASCII(r.name)]
+		return ok && r.sql == want
+	}
+	for _, r := range rows {
+		server := serverNames[foldASCII(r.name)]
+		switch r.typ {
+		case "trigger":
+			if !own(r) {
+				types[foldASCII(r.name)] = r.name
+			}
+		case "view":
+			if server && !own(r) {
+				add("view", r.name, "holds the name of a server object")
+			}
+		case "table":
+			// A server name held by a table of another shape is
+			// refused by checkColumns; shadow tables are FTS5's. Its
+			// indexes as SQLite attached them when it parsed the schema
+			// (origin "c": CREATE INDEX; "u" and "pk" are SQLite's own,
+			// for the table's constraints).
+			if !server {
+				continue
+			}
+			idx, err := indexesOf(c, r.name)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range idx {
+				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{"index", name, r.name, sql}) {
+					add("index", name, "is an index on "+r.name+", which the server did not create")
+				}
+			}
+		}
+	}
+	if len(types) == 0 && len(why) == 0 {
+		return nil, nil
+	}
+
+	// Compile the statements that fire every trigger, recording what each
+	// trigger body touches.
+	var current string // the table or view whose statements compile
+	err = c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
+		if r.Trigger == "" {
+			return rawsqlite.AuthOK
+		}
+		name, foreign := types[foldASCII(r.Trigger)]
+		if !foreign {
+			return rawsqlite.AuthOK
+		}
+		if serverNames[foldASCII(current)] {
+			add("trigger", name, "runs on writes to "+current)
+		}
+		switch r.Action {
+		case rawsqlite.AuthRead, rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
+			if serverNames[foldASCII(r.Arg1)] {
+				verb := map[int]string{rawsqlite.AuthRead: "reads ", rawsqlite.AuthInsert: "inserts into ", rawsqlite.AuthUpdate: "updates ", rawsqlite.AuthDelete: "deletes from "}[r.Action]
+				add("trigger", name, verb+r.Arg1)
+			}
+		}
+		return rawsqlite.AuthOK
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.SetAuthorizer(nil) }()
+	for _, r := range rows {
+		if (r.typ != "table" && r.typ != "view") || strings.HasPrefix(strings.ToUpper(r.sql), "CREATE VIRTUAL TABLE") {
+			continue
+		}
+		cols, err := columnsOf(c, r.name)
+		if err != nil || len(cols) == 0 {
+			continue
+		}
+		sets := make([]string, len(cols))
+		for i, col := range cols {
+			sets[i] = quoteName(col) + " = " + quoteName(col)
+		}
+		t := "main." + quoteName(r.name)
+		current = r.name
+		for _, stmt := range []string{
+			"INSERT INTO " + t + " DEFAULT VALUES",
+			"UPDATE " + t + " SET " + strings.Join(sets, ", "),
+			"DELETE FROM " + t,
+		} {
+			// Compiled only: the connection is read-only and nothing steps.
+			if st, _, err := c.Prepare(stmt); err == nil {
+				st.Finalize()
+			}
+		}
+		current = ""
+	}
+
+	var out []ForeignObject
+	for k, reasons := range why {
+		typ, name, _ := strings.Cut(k, "\x00")
+		list := make([]string, 0, len(reasons))
+		for r := range reasons {
+			list = append(list, r)
+		}
+		sort.Strings(list)
+		out = append(out, ForeignObject{Type: typ, Name: name, Why: strings.Join(list, ", ")})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type > out[j].Type // triggers first
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// columnsOf lists the columns of a table or view.
+func columnsOf(c *rawsqlite.Conn, table string) ([]string, error) {
+	q, _, err := c.Prepare(`SELECT name FROM pragma_table_info(` + sqlString(table) + `, 'main')`)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Finalize()
+	var out []string
+	for {
+		ok, err := q.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, q.ColumnText(0))
+	}
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// indexesOf lists the indexes made by CREATE INDEX on a table.
+func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
+	q, _, err := c.Prepare(`SELECT name FROM pragma_index_list(` + sqlString(table) + `, 'main') WHERE origin = 'c'`)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Finalize()
+	var out []string
+	for {
+		ok, err := q.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, q.ColumnText(0))
+	}
+}
+
+// sqlOf finds the SQL of the object of type typ named name.
+func sqlOf(rows []masterRow, typ, name string) (string, bool) {
+	for _, r := range rows {
+		if r.typ == typ && foldASCII(r.name) == foldASCII(name) {
+			return r.sql, true
+		}
+	}
+	return "", false
+}
