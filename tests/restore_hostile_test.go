@@ -298,7 +298,7 @@ func TestRestoreListsAndProposesOnlyAuditedSnapshots(t *testing.T) {
 	}
 	s.ok("append_event", map[string]any{"content": "the server still serves"})
 	out, err := exec.Command(serverBin, "restore", "--db", db, rec).CombinedOutput()
-	if exitCode(err) != 1 || !strings.Contains(string(out), "a server is using "+db) || !strings.Contains(string(out), "open in mcp-sqlite-memo") || !strings.Contains(string(out), "--dry-run works") {
+	if exitCode(err) != 1 || !strings.Contains(string(out), "a server is using "+db) || !strings.Contains(string(out), "mcp-sqlite-memo (pid ") || !strings.Contains(string(out), "--dry-run works") {
 		t.Fatalf("restore beside the server: exit %d\n%s", exitCode(err), out)
 	}
 	s.c.Close()
