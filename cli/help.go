@@ -119,7 +119,7 @@ FILE - reads stdin.`,
 	},
 	"restore": func() help {
 		return help{
-			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run] [--force]",
+			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run] [--force] [--restore-timeout SECONDS]",
 			about: `Puts a snapshot (destructive_query's, the snapshot tool's, or a safety
 snapshot of an earlier restore) back into the database. The agent's tables,
 indexes, views and triggers come back from the snapshot; the memory log,
@@ -150,6 +150,8 @@ are restored one by one, newest first.`,
 				{"--dry-run", "print what the restore would change and change nothing"},
 				{"--force", "an undo record overwrites the rows that were changed since it was taken, instead of refusing"},
 				{"--snapshot-dir PATH", "where the safety snapshot goes (default <db dir>/<stem>.snapshots)"},
+				{"--restore-timeout SECONDS", "stop and roll back a restore that runs longer (default 600: a snapshot is untrusted input)"},
+				{"--max-growth-mb N", "roll back a restore that would add more than N MiB beyond four times the snapshot's size (default 512)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
 			examples: []string{

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/restore"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
@@ -16,6 +18,7 @@ type restoreFlags struct {
 	everything bool
 	dryRun     bool
 	force      bool
+	timeout    time.Duration // --restore-timeout; 0: restore.DefaultTimeout
 }
 
 // splitRestoreFlags takes restore's own flags out of args, wherever they
@@ -35,6 +38,19 @@ func splitRestoreFlags(args []string) (restoreFlags, []string, error) {
 			continue
 		}
 		switch name {
+		case "restore-timeout":
+			if !hasValue {
+				if i+1 == len(args) {
+					return f, nil, &server.UsageError{Msg: "--restore-timeout needs a number of seconds\nTry: mcp-sqlite-memory restore --db memory.db --restore-timeout 1200 SNAPSHOT"}
+				}
+				i++
+				value = args[i]
+			}
+			secs, err := strconv.ParseFloat(value, 64)
+			if err != nil || secs <= 0 || secs > 1e6 {
+				return f, nil, &server.UsageError{Msg: fmt.Sprintf("invalid value %q for --restore-timeout: want seconds, more than 0\nTry: --restore-timeout 1200", value)}
+			}
+			f.timeout = time.Duration(secs * float64(time.Second))
 		case "reason":
 			if !hasValue {
 				if i+1 == len(args) {
@@ -84,6 +100,15 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 		}
 		return &server.UsageError{Msg: "no database given\n" + restoreTry}
 	}
+	if len(rest) == 0 {
+		// The person needs a name: list what there is to restore.
+		if list, err := restore.ListSnapshots(cfg.DB, cfg.SnapshotDir); err == nil {
+			if !strings.Contains(list, "\nTry: ") {
+				list += "\n" + restoreTry
+			}
+			return &server.UsageError{Msg: "restore takes the snapshot file to restore; " + list}
+		}
+	}
 	if len(rest) != 1 {
 		msg := "restore takes the snapshot file to restore"
 		if len(rest) > 1 {
@@ -99,6 +124,8 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 		Everything:  f.everything,
 		DryRun:      f.dryRun,
 		Force:       f.force,
+		Timeout:     f.timeout,
+		MaxGrowth:   int64(cfg.MaxGrowthMB) << 20,
 		Out:         env.Stdout,
 		Log:         oneShotLogger(env, cfg.Verbose),
 	})

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -55,7 +54,23 @@ type Options struct {
 	Out         io.Writer // the plan and the outcome, for a person
 	Log         hclog.Logger
 	BusyTimeout time.Duration // 0: DefaultBusyTimeout
+	// Timeout bounds the time a restore may take (0: DefaultTimeout,
+	// negative: no bound); past it the restore is rolled back.
+	Timeout time.Duration
+	// MaxGrowth bounds how many bytes the restore may add to the
+	// database beyond four times the snapshot's own size (0:
+	// DefaultMaxGrowth, negative: no bound).
+	MaxGrowth int64
 }
+
+// DefaultTimeout and DefaultMaxGrowth bound a restore (SPEC 5.6): a
+// record or snapshot is untrusted input, and one that would run forever
+// or fill the disk is stopped and rolled back. An honest restore puts
+// back at most about what its file holds, plus its indexes.
+const (
+	DefaultTimeout   = 10 * time.Minute
+	DefaultMaxGrowth = 512 << 20
+)
 
 // Result is what a restore did.
 type Result struct {
@@ -76,6 +91,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = DefaultBusyTimeout
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < 0:
+		o.Timeout = 0
+	}
+	switch {
+	case o.MaxGrowth == 0:
+		o.MaxGrowth = DefaultMaxGrowth
+	case o.MaxGrowth < 0:
+		o.MaxGrowth = 0
 	}
 	var err error
 	if o.DB, err = filepath.Abs(o.DB); err != nil {
@@ -119,21 +146,36 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	hold, err := lockExclusive(o.DB)
-	if err != nil {
+	serving := errors.Is(err, filelock.ErrHeld)
+	if err != nil && !(serving && o.DryRun && !fresh) {
+		var he *heldError
+		if errors.As(err, &he) {
+			// Read before this process opens the database through SQLite.
+			hs, _ := otherHolders(o.DB)
+			he.holders = holdersText(hs)
+		}
 		return nil, err
 	}
-	// Closed after every connection below is: closing a descriptor of the
-	// database drops the POSIX locks SQLite holds through its own.
-	defer hold.Close()
+	if hold != nil {
+		// Closed after every connection below is: closing a descriptor of
+		// the database drops the POSIX locks SQLite holds through its own.
+		defer hold.Close()
+	}
 	hs, err := otherHolders(o.DB)
 	if err != nil {
 		o.Log.Debug("could not read the WAL index locks", "error", err)
 	}
-	if err := busyError(o.DB, hs); err != nil {
-		return nil, err
-	}
-	for _, h := range hs {
-		fmt.Fprintf(o.Out, "note: %s has the database open; it sees the restored state from its next transaction on\n", h.describe())
+	if serving {
+		// A dry run changes nothing, so it runs beside a server; its
+		// write transaction is rolled back.
+		fmt.Fprintf(o.Out, "note: a server is using %s%s; this dry run changes nothing, the restore itself needs it stopped\n", o.DB, holdersText(hs))
+	} else {
+		if err := busyError(o.DB, hs); err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			fmt.Fprintf(o.Out, "note: %s has the database open; it sees the restored state from its next transaction on\n", h.describe())
+		}
 	}
 	if fresh {
 		fmt.Fprintf(o.Out, "%s does not exist: the whole snapshot is restored into a new file\n", o.DB)
@@ -181,6 +223,9 @@ func kindOf(src *rawsqlite.Conn, path string) (string, error) {
 		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNotADB {
 			return "", fmt.Errorf("%s is not a SQLite database; pick a file from the snapshot folder (<stem>.<time>Z.db)", path)
 		}
+		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultCorrupt {
+			return "", &undo.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
+		}
 		return "", fmt.Errorf("read the snapshot %s: %w", path, err)
 	}
 	if undo.IsRecord(path) {
@@ -203,11 +248,33 @@ func lockExclusive(db string) (*os.File, error) {
 	if err := filelock.Exclusive(f); err != nil {
 		f.Close()
 		if errors.Is(err, filelock.ErrHeld) {
-			return nil, fmt.Errorf("a server is using %s (it holds the file's lock); stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed", db)
+			return nil, &heldError{db: db}
 		}
 		return nil, err
 	}
 	return f, nil
+}
+
+// heldError is the refusal while a server holds the database's lock.
+type heldError struct{ db, holders string }
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("a server is using %s (it holds the file's lock)%s; stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed (restore --dry-run works while it runs)", e.db, e.holders)
+}
+
+func (e *heldError) Is(target error) bool { return target == filelock.ErrHeld }
+
+// holdersText names the processes that have the database open, for a
+// refusal: " (open in mcp-sqlite-memory (pid 12))", or "".
+func holdersText(hs []holder) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.describe()
+	}
+	return ", open in " + strings.Join(parts, ", ")
 }
 
 // agentObjects restores the agent's objects in one transaction on a
@@ -215,6 +282,12 @@ func lockExclusive(db string) (*os.File, error) {
 // and writes its audit row: all of it commits, or none.
 func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	started := time.Now()
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	defer func() { err = budgetErr(ctx, o, err) }()
 	store, err := memory.Open(ctx, o.DB, o.Log)
 	if err != nil {
 		return nil, err
@@ -239,6 +312,12 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	defer func() { _, _ = conn.ExecContext(context.Background(), "DETACH "+snapSchema) }()
 
+	undoCap, err := capGrowth(ctx, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	defer undoCap()
+
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
 	if err != nil {
 		return nil, busyOr(o.DB, o.BusyTimeout, err)
@@ -250,6 +329,10 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	snap, err := readCatalog(ctx, tx, snapSchema)
 	if err != nil {
+		return nil, snapshotFault(err)
+	}
+	// The snapshot is untrusted: what it would create is checked first.
+	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	plan, err := makePlan(ctx, tx, cur, snap, false)
@@ -439,6 +522,15 @@ func planWhole(ctx context.Context, o Options, fresh bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The whole file becomes the snapshot's: its agent objects obey the
+	// rules of any restore, and its server triggers and views must be the
+	// server's own.
+	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+		return nil, err
+	}
+	if err := checkServerObjects(ctx, snap); err != nil {
+		return nil, err
+	}
 	return makePlan(ctx, tx, cur, snap, true)
 }
 
@@ -463,7 +555,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	summary := res.Plan.summary()
 	switch {
 	case res.Undo != nil:
-		what = "applied the undo record " + o.Snapshot + " of: " + oneLine(res.Undo.Statement) + " (the memory log, checkpoints and audit log were kept)"
+		what = "applied the undo record " + o.Snapshot + " of: " + undo.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
 		summary = undoSummary(res.Undo)
 	case res.Plan.Everything:
 		what = "restored the whole file from " + o.Snapshot + " (--everything)"
@@ -550,43 +642,4 @@ func missingSnapshot(o Options, err error) error {
 		dir = o.SnapshotDir
 	}
 	return fmt.Errorf("no snapshot at %s%s", o.Snapshot, newestHint(o, dir))
-}
-
-// newestHint lists the newest snapshots of the database in dir (or the
-// snapshot folder), with the command that restores the newest.
-func newestHint(o Options, dir string) string {
-	names := newestSnapshots(dir, stem(o.DB), 5)
-	if len(names) == 0 && dir != o.SnapshotDir {
-		dir = o.SnapshotDir
-		names = newestSnapshots(dir, stem(o.DB), 5)
-	}
-	if len(names) == 0 {
-		return fmt.Sprintf("; %s holds no snapshots of %s (destructive_query and the snapshot tool write them there)", dir, filepath.Base(o.DB))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "; the newest in %s are:", dir)
-	for _, n := range names {
-		fmt.Fprintf(&b, "\n  %s", n)
-	}
-	fmt.Fprintf(&b, "\nTry: mcp-sqlite-memory restore --db %s %s", o.DB, filepath.Join(dir, names[0]))
-	return b.String()
-}
-
-// newestSnapshots are the names of stem's snapshots in dir, newest first.
-func newestSnapshots(dir, stem string, n int) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, e := range entries {
-		if ipc.IsSnapshotName(e.Name(), stem) {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	if len(names) > n {
-		names = names[:n]
-	}
-	return names
 }

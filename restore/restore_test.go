@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
@@ -63,6 +66,13 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	snap, err = worker.FullSnapshot(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
 	c.Close()
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The audit row the server writes for a snapshot it took.
+	if err := store.Audit(ctx, memory.AuditEntry{TS: time.Now(), Session: "s", Tool: "snapshot", OK: true, Detail: map[string]any{"snapshot": snap, "reason": "before the change"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustExec(t, db, `DELETE FROM notes WHERE id = 1; DROP TABLE tags; DROP VIEW long_notes; CREATE TABLE later (x);
@@ -295,7 +305,7 @@ func TestRestoreRefusals(t *testing.T) {
 		name, snapshot string
 		want           []string
 	}{
-		{"missing snapshot lists the newest", filepath.Join(dir, "memory.20200101T000000.000Z.db"), []string{"no snapshot at", "the newest in " + dir + " are:\n  " + filepath.Base(snap), "Try: mcp-sqlite-memory restore --db " + db + " " + snap}},
+		{"missing snapshot lists the newest", filepath.Join(dir, "memory.20200101T000000.000Z.db"), []string{"no snapshot at", "the newest in " + dir + " are:\n  " + filepath.Base(snap) + "  full copy, ", ", by snapshot (reason: before the change)", "Try: mcp-sqlite-memory restore --db " + db + " " + snap}},
 		{"not a database", notDB, []string{"is not a SQLite database"}},
 		{"empty database", empty, []string{"is an empty database"}},
 		{"the database itself", db, []string{"is the database itself"}},
@@ -357,5 +367,33 @@ func TestRestoreIntoMissingFile(t *testing.T) {
 	}
 	if got := query(t, db, "SELECT id, kind FROM memory_events ORDER BY id"); got != "1|note\n2|restore\n" {
 		t.Errorf("events: %s", got)
+	}
+}
+
+// TestRestoreRefusesHostileSnapshots: a full snapshot whose agent objects
+// reach the server's is refused as the snapshot's fault, in a dry run
+// too, and a restore over its time budget is rolled back; neither changes
+// the database.
+func TestRestoreRefusesHostileSnapshots(t *testing.T) {
+	db, snap, store := setup(t)
+	store.Close()
+	unchanged := state(t, db)
+	events := query(t, db, "SELECT count(*), group_concat(hash) FROM memory_events")
+	mustExec(t, snap, "CREATE TRIGGER notes_rewrite AFTER UPDATE ON notes BEGIN UPDATE memory_events SET content = 'x'; END")
+	for _, dry := range []bool{true, false} {
+		_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, DryRun: dry})
+		var h *undo.HostileError
+		if !errors.As(err, &h) || !strings.Contains(err.Error(), "the snapshot is malformed or hostile: the triggers on notes: it reaches memory_events, which belongs to the server or to SQLite (in trigger or view notes_rewrite)") {
+			t.Fatalf("dry run %v: %v", dry, err)
+		}
+	}
+	mustExec(t, snap, "DROP TRIGGER notes_rewrite")
+	_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, Timeout: time.Nanosecond})
+	var be *undo.BudgetError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {
+		t.Fatalf("restore with a 1 ns budget: %v", err)
+	}
+	if state(t, db) != unchanged || query(t, db, "SELECT count(*), group_concat(hash) FROM memory_events") != events {
+		t.Fatal("a refused restore changed the database")
 	}
 }

@@ -28,11 +28,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("read the undo record %s: %w", o.Snapshot, err)
 	}
 	fmt.Fprintf(o.Out, "restore of %s from the undo record %s (taken %s): puts back what this statement changed, %d rows in %s, and nothing else; the memory log, checkpoints and audit log stay as they are:\n  %s\n",
-		o.DB, o.Snapshot, info.Taken, info.Rows, info.Tables, oneLine(info.Statement))
-	if o.DryRun {
-		fmt.Fprintln(o.Out, "dry run: nothing was changed")
-		return &Result{Plan: &Plan{}}, nil
-	}
+		o.DB, o.Snapshot, undo.Printable(info.Taken), info.Rows, undo.Printable(info.Tables), undo.Printable(oneLine(info.Statement)))
 	res := &Result{Plan: &Plan{}}
 	db, err := rawsqlite.Open(o.DB, rawsqlite.ReadWrite)
 	if err != nil {
@@ -42,6 +38,21 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		db.Close()
 		return nil, err
 	}
+	growth := o.MaxGrowth
+	if fi, err := os.Stat(o.Snapshot); err == nil && growth > 0 {
+		growth += 4 * fi.Size()
+	}
+	if o.DryRun {
+		// The whole apply, every check included, rolled back.
+		applied, err := undo.Apply(db, o.Snapshot, undo.Options{Force: o.Force, Protected: memoryObject, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
+		db.Close()
+		if err != nil {
+			return nil, busyOr(o.DB, o.BusyTimeout, err)
+		}
+		res.Undo = &applied
+		fmt.Fprintf(o.Out, "would put back: %s\ndry run: nothing was changed\n", undoSummary(&applied))
+		return res, nil
+	}
 	// The state the apply replaces is kept as an undo record of the apply
 	// itself, which costs what the apply changes; a record that drops or
 	// recreates objects gets a full safety copy instead.
@@ -50,7 +61,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		db.Close()
 		return nil, fmt.Errorf("could not write the safety record of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
-	opt := undo.Options{Force: o.Force, Protected: memoryObject, Safety: &undo.Safety{
+	opt := undo.Options{Force: o.Force, Protected: memoryObject, Timeout: o.Timeout, MaxGrowth: growth, Safety: &undo.Safety{
 		Partial:   partial,
 		Taken:     started.UTC().Format("2006-01-02T15:04:05.000Z"),
 		Statement: "restore --db " + o.DB + " " + o.Snapshot + " (which put back what this changed: " + oneLine(info.Statement) + ")",
@@ -112,7 +123,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 
 // undoSummary says what an applied undo record put back.
 func undoSummary(r *undo.Result) string {
-	s := fmt.Sprintf("%d rows and %d objects put back in %s", r.Rows, r.Objects, r.Tables)
+	s := fmt.Sprintf("%d rows and %d objects put back in %s", r.Rows, r.Objects, undo.Printable(r.Tables))
 	if n := len(r.Overwritten); n > 0 {
 		s += fmt.Sprintf(", %d changed since overwritten (--force)", n)
 	}

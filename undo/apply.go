@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -28,6 +29,14 @@ type Options struct {
 	// nothing and returns *FullCopyNeeded, and the caller takes a full
 	// copy and applies without Safety.
 	Safety *Safety
+	// DryRun runs every step and check of the apply and rolls it back.
+	DryRun bool
+	// Timeout bounds the apply's time: it is interrupted and rolled
+	// back after it (0: no bound).
+	Timeout time.Duration
+	// MaxGrowth bounds, in bytes, how much the database may grow
+	// (max_page_count; 0: no bound).
+	MaxGrowth int64
 }
 
 // Safety is where Apply writes the undo record of its own changes.
@@ -46,11 +55,13 @@ type Conflict struct {
 	What  string // what changed
 }
 
+// String is the conflict for a person, with the record's texts escaped
+// (see [Printable]).
 func (c Conflict) String() string {
 	if c.Key == "" {
-		return c.Table + ": " + c.What
+		return Printable(c.Table) + ": " + Printable(c.What)
 	}
-	return c.Table + " (" + c.Key + "): " + c.What
+	return Printable(c.Table) + " (" + Printable(c.Key) + "): " + Printable(c.What)
 }
 
 // ConflictError is Apply's refusal: nothing was changed.
@@ -141,6 +152,11 @@ func readInfo(c *rawsqlite.Conn) (Record, error) {
 // A row already as the record would put it back is no conflict, so a
 // record whose statement never committed applies as a no-op.
 //
+// The record is untrusted input (see guard.go): a record that holds
+// anything but what the recorder writes, or that would reach a server
+// object, is refused with *HostileError and changes nothing. The apply is
+// bounded by opt.Timeout and opt.MaxGrowth.
+//
 // db must be a connection of its own, outside any transaction: Apply
 // turns off foreign keys and triggers on it for the undo (they would act
 // again on rows being put back) and back on afterwards. Several records
@@ -152,16 +168,25 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, fmt.Errorf("open the undo record: %w", err)
 	}
 	defer rec.Close()
-	if res.Record, err = readInfo(rec); err != nil {
+	if _, err := rec.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
 		return res, err
+	}
+	if err := checkLayout(rec); err != nil {
+		return res, err
+	}
+	if res.Record, err = readInfo(rec); err != nil {
+		return res, hostileRead(err)
 	}
 	var cs []byte
 	err = each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
+		if t := st.ColumnType(0); t != rawsqlite.TypeBlob && t != rawsqlite.TypeNull {
+			return hostile("undo_changeset holds a value that is not a changeset")
+		}
 		cs = append(cs, st.ColumnBlob(0)...)
 		return nil
 	})
 	if err != nil {
-		return res, err
+		return res, hostileRead(err)
 	}
 	var steps []step
 	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
@@ -176,7 +201,33 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return nil
 	})
 	if err != nil {
+		return res, hostileRead(err)
+	}
+	if err := checkSteps(rec, steps, opt.Protected); err != nil {
 		return res, err
+	}
+	// Every table the changeset names, checked before anything runs: the
+	// server's (the index's shadow tables too) and SQLite's are refused.
+	shapes := map[string]int{}
+	var order []string
+	var csRows int64
+	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
+		if IsServerName(ch.Table) || (opt.Protected != nil && opt.Protected(ch.Table)) {
+			return hostile("its changeset would change %s, which belongs to the server or to SQLite", Printable(ch.Table))
+		}
+		if _, ok := shapes[ch.Table]; !ok {
+			order = append(order, ch.Table)
+		}
+		shapes[ch.Table] = len(ch.PK)
+		csRows++
+		return nil
+	})
+	if err != nil {
+		var h *HostileError
+		if errors.As(err, &h) {
+			return res, err
+		}
+		return res, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
 	}
 
 	if opt.Safety != nil && len(steps) > 0 {
@@ -190,6 +241,16 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 	defer db.DBConfig(rawsqlite.ConfigEnableTrigger, true)
+	// Defensive mode keeps everything the record runs off the shadow
+	// tables of virtual tables and off the schema's raw rows.
+	if old, err := db.DBConfig(rawsqlite.ConfigDefensive, true); err == nil {
+		defer db.DBConfig(rawsqlite.ConfigDefensive, old)
+	}
+	restoreGrowth, err := limitGrowth(db, opt.MaxGrowth)
+	if err != nil {
+		return res, err
+	}
+	defer restoreGrowth()
 	if err := db.Exec("BEGIN IMMEDIATE"); err != nil {
 		return res, err
 	}
@@ -199,13 +260,21 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 			_ = db.Exec("ROLLBACK")
 		}
 	}()
+	// Stopped before the rollback runs, which it must not interrupt.
+	b := startBudget(opt.Timeout, db, rec)
+	defer b.stop()
+	g := newGuard()
+	if err := db.SetAuthorizer(g.authorize); err != nil {
+		return res, err
+	}
+	defer db.SetAuthorizer(nil)
+	defer func() { err = opt.budgetError(err, b) }()
 
 	now, err := readSchema(db)
 	if err != nil {
 		return res, err
 	}
 	var conflicts []Conflict
-	protected := func(t string) bool { return opt.Protected != nil && opt.Protected(t) }
 	// An object already as the record would recreate it is left alone (a
 	// record applied twice, or one whose statement never committed), and
 	// so is a drop of it.
@@ -221,9 +290,6 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	skip := make([]bool, len(steps))
 	var drops []step
 	for i, s := range steps {
-		if protected(s.table) || protected(s.name) {
-			return res, fmt.Errorf("the undo record would change %s, a table the server manages; it is refused", s.name)
-		}
 		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
 		if s.action != "drop" {
 			continue
@@ -253,24 +319,27 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
 	conflicts = nil
+	var created []Object
 	for i, s := range steps {
 		if skip[i] {
 			continue
 		}
 		switch s.action {
 		case "drop":
-			if err := db.Exec("DROP " + strings.ToUpper(s.typ) + " IF EXISTS " + quote(s.name)); err != nil {
-				return res, fmt.Errorf("drop %s %s: %w", s.typ, s.name, err)
+			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+quote(s.name)); err != nil {
+				return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 			}
 		case "create":
 			if opt.Force {
-				if err := db.Exec("DROP " + strings.ToUpper(s.typ) + " IF EXISTS " + quote(s.name)); err != nil {
-					return res, fmt.Errorf("drop %s %s: %w", s.typ, s.name, err)
+				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+quote(s.name)); err != nil {
+					return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 				}
 			}
-			if err := db.Exec(s.sql); err != nil {
-				return res, fmt.Errorf("recreate %s %s: %w", s.typ, s.name, err)
+			o := Object{Type: s.typ, Name: s.name, Table: s.table, SQL: s.sql}
+			if err := checkedCreate(db, g, o); err != nil {
+				return res, err
 			}
+			created = append(created, o)
 			if s.copyName != "" {
 				cols := make([]string, len(s.columns))
 				for i, c := range s.columns {
@@ -278,7 +347,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 				}
 				list := strings.Join(cols, ", ")
 				if err := copyRows(rec, "SELECT "+list+" FROM "+quote(s.copyName), db, "INSERT INTO "+quote(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
-					return res, fmt.Errorf("put the rows of %s back: %w", s.name, err)
+					return res, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
 				}
 				n, err := scalar(rec, "SELECT count(*) FROM "+quote(s.copyName))
 				if err != nil {
@@ -287,30 +356,38 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 				res.Rows += n
 			}
 			if s.hasSeq {
-				if err := putSequence(db, s.name, s.seq); err != nil {
-					return res, fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", s.name, err)
+				g.upkeep = true
+				err := putSequence(db, s.name, s.seq)
+				g.upkeep = false
+				if err != nil {
+					return res, g.explain(fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", Printable(s.name), err), "the counter of "+o.label())
 				}
 			}
 		}
 		res.Objects++
 	}
-
-	// Tables the changeset names must be there with the same columns:
-	// SQLite would skip a table that is not.
-	shapes := map[string]int{}
-	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
-		if protected(ch.Table) {
-			return fmt.Errorf("the undo record would change %s, a table the server manages; it is refused", ch.Table)
-		}
-		shapes[ch.Table] = len(ch.PK)
-		res.Rows++
-		return nil
-	})
-	if err != nil {
+	if err := probe(db, g, created); err != nil {
 		return res, err
 	}
+	if err := checkForeignKeys(db, created); err != nil {
+		return res, err
+	}
+
+	// Tables the changeset names must be there, as plain tables, with the
+	// same columns: SQLite would skip a table that is not.
 	names := map[string][]string{}
-	for t, n := range shapes {
+	for _, t := range order {
+		n := shapes[t]
+		kind := ""
+		if err := each(db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
+			kind = st.ColumnText(0)
+			return nil
+		}, t); err != nil {
+			return res, err
+		}
+		if kind != "" && kind != "table" {
+			return res, hostile("its changeset would change %s, a %s, which no statement's record holds", Printable(t), kind)
+		}
 		cols, err := columnsOf(db, t)
 		if err != nil {
 			return res, err
@@ -354,12 +431,22 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return rawsqlite.ConflictOmit
 	})
 	if err != nil {
+		if v := g.take(); v != "" {
+			return res, hostile("its changeset: %s", v)
+		}
+		if c := rawsqlite.ErrorCode(err) & 0xff; c != rawsqlite.ResultInterrupt && c != rawsqlite.ResultFull && c != rawsqlite.ResultBusy && c != rawsqlite.ResultLocked && c != rawsqlite.ResultNoMem && c != rawsqlite.ResultIOErr {
+			return res, hostile("its changeset cannot be applied (%s)", sqliteWhy(err))
+		}
 		return res, err
 	}
+	res.Rows += csRows
 	if len(conflicts) > 0 && !opt.Force {
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
+	if opt.DryRun {
+		return res, nil // rolled back
+	}
 	if safety != nil {
 		// Synced and named before the apply commits, as a statement's
 		// record is: a committed restore always has its way back.

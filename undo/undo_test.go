@@ -102,7 +102,7 @@ func sequences(t *testing.T, c *rawsqlite.Conn) map[string]int64 {
 // record runs stmt on db as the worker does: the plan from the
 // authorizer, the record begun in the write transaction, the statement,
 // the record finished before the commit.
-func record(t *testing.T, db *rawsqlite.Conn, dir, stmt string) (string, Summary, error) {
+func record(t testing.TB, db *rawsqlite.Conn, dir, stmt string) (string, Summary, error) {
 	t.Helper()
 	var actions []rawsqlite.AuthRequest
 	compiling := true
