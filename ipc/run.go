@@ -122,7 +122,7 @@ wait:
 	case killed == RunCancelled:
 		return nil, &RunError{Reason: RunCancelled, Phase: phase}
 	case p.relay.sawOutOfMemory():
-		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr)}
+		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr), MemoryMB: req.Limits.MemoryMB}
 	case errors.Is(res.err, errEmptyFrame):
 		return nil, &RunError{Reason: RunNoAnswer, Phase: phase, Exit: exitText(waitErr)}
 	}

@@ -85,6 +85,8 @@ type RunError struct {
 	// Err is the underlying failure: the bad answer's (RunBadAnswer), the
 	// start's (RunStartFailed).
 	Err error
+	// MemoryMB is the worker's memory limit (RunOutOfMemory), 0 if unknown.
+	MemoryMB int
 }
 
 // ErrorCode is the reason's code.

@@ -35,6 +35,11 @@ func runFailure(e *ipc.RunError) *errcode.Error {
 		}
 	case ipc.RunOutOfMemory:
 		msg = "the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"
+		if e.MemoryMB > 0 {
+			// A worker that died at its limit (the Go runtime's or libc's
+			// allocation refused before SQLite's own heap limit).
+			msg = fmt.Sprintf("out of memory: the worker reached its memory limit (%d MiB, --worker-memory-mb) and was stopped; narrow the query: aggregate fewer rows (a WHERE, or LIMIT in a subquery), smaller values, no huge strings or blobs", e.MemoryMB)
+		}
 	case ipc.RunNoAnswer:
 		msg = "the worker exited without an answer (" + e.Exit + "); the statement may be malformed in a way the worker could not report, try again or simplify it"
 	case ipc.RunBadAnswer:

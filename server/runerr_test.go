@@ -29,6 +29,8 @@ func TestRunFailureText(t *testing.T) {
 			"CANCELLED: the call was cancelled before it ran"},
 		{"out of memory", &ipc.RunError{Reason: ipc.RunOutOfMemory, Phase: ipc.PhaseStatement, Exit: "exit status 2"},
 			"RESOURCE_LIMIT: the worker ran out of memory and was stopped; narrow the query (fewer rows, smaller aggregates)"},
+		{"out of memory at a known limit", &ipc.RunError{Reason: ipc.RunOutOfMemory, Phase: ipc.PhaseStatement, Exit: "exit status 2", MemoryMB: 128},
+			"RESOURCE_LIMIT: out of memory: the worker reached its memory limit (128 MiB, --worker-memory-mb) and was stopped; narrow the query: aggregate fewer rows (a WHERE, or LIMIT in a subquery), smaller values, no huge strings or blobs"},
 		{"no answer", &ipc.RunError{Reason: ipc.RunNoAnswer, Phase: ipc.PhaseStatement, Exit: "exit status 2"},
 			"WORKER_FAILED: the worker exited without an answer (exit status 2); the statement may be malformed in a way the worker could not report, try again or simplify it"},
 		{"bad answer", &ipc.RunError{Reason: ipc.RunBadAnswer, Phase: ipc.PhaseStatement, Exit: "exit status 0", Err: errors.New("payload cut short: unexpected EOF")},

@@ -110,7 +110,7 @@ func commit(t *testing.T) string {
 func TestReleaseIsReproducible(t *testing.T) {
 	needInstallTests(t)
 	first := hostRelease(t)
-	second := filepath.Join(t.TempDir(), "dist")
+	second := filepath.Join(testDir(t), "dist")
 	if err := buildRelease(second); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestReleaseArchive(t *testing.T) {
 	dist := hostRelease(t)
 	goos, goarch, _ := hostTarget()
 	top := fmt.Sprintf("mcp-sqlite-memory_%s_%s_%s", releaseVersion, goos, goarch)
-	dir := t.TempDir()
+	dir := testDir(t)
 	untar(t, filepath.Join(dist, top+".tar.gz"), dir)
 	for _, f := range []string{"mcp-sqlite-memory", "mcp-sqlite-memory-worker", "README.md", "LICENSE"} {
 		if _, err := os.Stat(filepath.Join(dir, top, f)); err != nil {
@@ -170,7 +170,7 @@ func TestReleaseArchive(t *testing.T) {
 			t.Errorf("%s --version: %q, want %q", bin, out, bin+" "+want)
 		}
 	}
-	db := filepath.Join(t.TempDir(), "memory.db")
+	db := filepath.Join(testDir(t), "memory.db")
 	s, stderr := startCommand(t, db, filepath.Join(dir, top, "mcp-sqlite-memory"), "--db", db, "-v")
 	driveSession(t, s)
 	if !strings.Contains(stderr.String(), `from="beside the server"`) {
@@ -187,13 +187,13 @@ func TestNpxLauncher(t *testing.T) {
 	needInstallTests(t)
 	dist := hostRelease(t)
 	_, _, node := hostTarget()
-	packs := t.TempDir()
+	packs := testDir(t)
 	var tarballs []string
 	for _, pkg := range []string{"mcp-sqlite-memory", "mcp-sqlite-memory-" + node} {
 		out := run(t, filepath.Join(dist, "npm", pkg), "npm", "pack", "--pack-destination", packs, "--silent")
 		tarballs = append(tarballs, filepath.Join(packs, strings.TrimSpace(lastLine(out))))
 	}
-	prefix := t.TempDir()
+	prefix := testDir(t)
 	// --offline: nothing may come from a registry; the other platforms'
 	// optional packages are skipped, as npm skips them on any machine.
 	args := append([]string{"install", "--offline", "--no-audit", "--no-fund", "--prefix", prefix}, tarballs...)
@@ -211,7 +211,7 @@ func TestNpxLauncher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db := filepath.Join(t.TempDir(), "memory.db")
+		db := filepath.Join(testDir(t), "memory.db")
 		s, stderr := startCommand(t, db, npx, "--prefix", prefix, "--offline", "-y", "mcp-sqlite-memory", "--db", db, "-v")
 		driveSession(t, s)
 		if !strings.Contains(stderr.String(), `from="beside the server"`) || !strings.Contains(stderr.String(), bin) {
@@ -220,7 +220,7 @@ func TestNpxLauncher(t *testing.T) {
 	})
 
 	t.Run("exit status passed on", func(t *testing.T) {
-		cmd := exec.Command(launcher, "--db", filepath.Join(t.TempDir(), "m.db"), "--max-workers", "0")
+		cmd := exec.Command(launcher, "--db", filepath.Join(testDir(t), "m.db"), "--max-workers", "0")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
@@ -239,7 +239,7 @@ func TestNpxLauncher(t *testing.T) {
 		{"SIGINT passed on", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGINT) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(launcher, "--db", filepath.Join(t.TempDir(), "m.db"))
+			cmd := exec.Command(launcher, "--db", filepath.Join(testDir(t), "m.db"))
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -298,10 +298,10 @@ func TestMCPBundle(t *testing.T) {
 	if !strings.Contains(strings.ToLower(out), "valid") {
 		t.Fatalf("mcpb validate: %s", out)
 	}
-	bundle := filepath.Join(t.TempDir(), "mcp-sqlite-memory.mcpb")
+	bundle := filepath.Join(testDir(t), "mcp-sqlite-memory.mcpb")
 	run(t, dist, mcpb[0], append(mcpb[1:], "pack", filepath.Join(dist, "mcpb"), bundle)...)
 
-	dir := t.TempDir()
+	dir := testDir(t)
 	unzip(t, bundle, dir)
 	var manifest struct {
 		Version string `json:"version"`
@@ -331,7 +331,7 @@ func TestMCPBundle(t *testing.T) {
 	}
 	// What a host does: the user's answers (the database path), the
 	// defaults for the rest, ${__dirname} and ${HOME}.
-	home := t.TempDir()
+	home := testDir(t)
 	values := map[string]string{"${__dirname}": dir, "${HOME}": home}
 	for key, c := range manifest.UserConfig {
 		values["${user_config."+key+"}"] = fmt.Sprint(c.Default)

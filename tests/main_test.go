@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(neighbourEnv); db != "" {
 		os.Exit(runNeighbour(db))
 	}
+	if os.Getenv(rssProbeEnv) != "" {
+		os.Exit(runRSSProbe(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "mcp-sqlite-memory-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -45,14 +45,13 @@ func TestMemoryBombsStopAtTheLimit(t *testing.T) {
 	db := newDB(t)
 	s := start(t, db, "--worker-memory-mb", "128", "--query-timeout", "300")
 	bombs := append(append([]struct{ name, sql string }{}, accumulatorBombs...), boundedBombs...)
-	for i, b := range bombs {
+	for _, b := range bombs {
 		text := s.fails("read_query", q(b.sql), "RESOURCE_LIMIT")
-		wants := []string{"out of memory", "128 MiB", "--worker-memory-mb", "narrow the query"}
-		if i < len(accumulatorBombs) {
-			// Stopped by the worker's allocation watch, not at the end of
-			// an input that has none nor by an interrupt at the timeout.
-			wants = append(wants, "reached the worker's memory limit (128 MiB, --worker-memory-mb) and was stopped there")
-		}
+		// Stopped at the limit (by the worker's allocation watch, or, on
+		// a loaded machine where the runtime's own allocation is refused
+		// first, by the worker's death at it), not at the end of an input
+		// that has none nor by an interrupt at the timeout.
+		wants := []string{"out of memory", "memory limit (128 MiB, --worker-memory-mb)", "narrow the query"}
 		for _, want := range wants {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: %q lacks %q", b.name, text, want)
