@@ -42,6 +42,11 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	// A limit that cannot be set fails the request, not the standby: the
 	// call that takes this worker gets the reason.
 	standbyErr := prepare(env, envErrs.MemoryMB, log)
+	// The last wall, once the limits are set and the database is open.
+	if err := confineSyscalls(sandboxState, log); err != nil {
+		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
+		return 1
+	}
 	if err := env.SignalReady(stdout); err != nil {
 		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
