@@ -127,7 +127,8 @@ func searchTree(rules []rule, act actions) []unix.SockFilter {
 	return append(append(out, left...), right...)
 }
 
-// checkBlock is the code for one call once its number matched.
+// checkBlock is the code for one call once its number matched. A call
+// whose arguments fail its check gets act.miss, like an unlisted one.
 func checkBlock(c check, act actions) []unix.SockFilter {
 	switch c {
 	case permit:
@@ -139,23 +140,23 @@ func checkBlock(c check, act actions) []unix.SockFilter {
 	case fatal:
 		return []unix.SockFilter{ret(act.kill)}
 	case noExec: // prot is the third argument of mmap and mprotect
-		return []unix.SockFilter{load(argLow(2)), jump(jset, unix.PROT_EXEC, 0, 1), ret(retEPERM), ret(retAllow)}
+		return []unix.SockFilter{load(argLow(2)), jump(jset, unix.PROT_EXEC, 0, 1), ret(act.miss), ret(retAllow)}
 	case threadOnly:
 		return []unix.SockFilter{
 			load(argLow(0)),
 			jump(jset, unix.CLONE_THREAD, 0, 2),
 			jump(jset, namespaceFlags, 1, 0),
 			ret(retAllow),
-			ret(retEPERM),
+			ret(act.miss),
 		}
 	case ownPID:
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(retEPERM)}
+		return []unix.SockFilter{load(argLow(0)), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss)}
 	case ownLimits: // pid 0 is the caller
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, 0, 1, 0), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(retEPERM)}
+		return []unix.SockFilter{load(argLow(0)), jump(jeq, 0, 1, 0), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss)}
 	case ttyQuery:
-		return []unix.SockFilter{load(argLow(1)), jump(jeq, unix.TCGETS, 0, 1), ret(retAllow), ret(retEPERM)}
+		return []unix.SockFilter{load(argLow(1)), jump(jeq, unix.TCGETS, 0, 1), ret(retAllow), ret(act.miss)}
 	case vmaName:
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, unix.PR_SET_VMA, 0, 1), ret(retAllow), ret(retEPERM)}
+		return []unix.SockFilter{load(argLow(0)), jump(jeq, unix.PR_SET_VMA, 0, 1), ret(retAllow), ret(act.miss)}
 	}
 	panic(fmt.Sprintf("sandbox: unknown seccomp check %d", c))
 }
