@@ -1,17 +1,23 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
@@ -120,7 +126,7 @@ func TestStandbyWithoutSeccompDoesNotServe(t *testing.T) {
 	}
 	bin := probeBinaries(t)["nocgo"]
 	db := newDB(t)
-	s, logs := startCommand(t, db, "/usr/bin/env", "MCP_SQLITE_PROBE_OLD_WORKER=1", serverBin, "--db", db, "--worker", bin, "--standby-workers", "1")
+	s, logs := startCommand(t, db, "/usr/bin/env", "MCP_SQLITE_PROBE_AS_WORKER=no-seccomp", serverBin, "--db", db, "--worker", bin, "--standby-workers", "1")
 	text, isErr := s.call("read_query", q("SELECT 1 AS one"))
 	if !isErr || !strings.HasPrefix(text, "WORKER_FAILED") {
 		t.Errorf("a call through workers without the filter: (error=%v) %q, want WORKER_FAILED", isErr, text)
@@ -134,4 +140,75 @@ func TestStandbyWithoutSeccompDoesNotServe(t *testing.T) {
 	// The real worker binary, same server flags, serves.
 	ok := start(t, newDB(t))
 	ok.ok("read_query", q("SELECT 1 AS one"))
+}
+
+// BenchmarkSeccompCost measures what the filter costs a worker, with the
+// probe binary (the lean worker plus the probe) as a worker with and
+// without its filter, both started as the server starts a standby
+// (confined by the front, database opened ahead, codec warmed), in the
+// same loop: "start" runs from the process start to its ready byte (the
+// filter is installed just before it), "answer" from the request of a
+// primary-key SELECT to the whole answer (the worker's share of a paced
+// call, where every system call passes the filter).
+func BenchmarkSeccompCost(b *testing.B) {
+	if err := sandbox.SeccompSupported(); err != nil {
+		b.Skip(err)
+	}
+	bin := probeBinaries(b)["cgo"]
+	db := filepath.Join(testDir(b), "seccomp.db")
+	s := start(b, db)
+	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
+	s.ok("write_query", q("INSERT INTO items VALUES (1, 'one', 1.5, 3, 'a note')"))
+	a := sandbox.Allowance{DB: db}
+	base := ipc.WorkerEnv{Sandbox: &a, Preopen: db, Ready: true, FrontPID: os.Getpid(), Warm: true}.Env(os.Environ())
+	req := fmt.Sprintf(`{"v":%d,"op":"query","db":%q,"mode":"read","sql":"SELECT id, name, price, qty, note FROM items WHERE id = 1",`+
+		`"caps":{"max_rows":1000,"max_result_bytes":32768,"max_cell_chars":2000,"max_update_rows":500},`+
+		`"limits":{"timeout_ms":10000,"max_growth_mb":512,"sandbox":true}}`, ipc.Version, db)
+	type mode struct {
+		name          string
+		seccomp       string // /proc status wanted
+		start, answer []time.Duration
+	}
+	modes := []*mode{{name: "seccomp", seccomp: "2"}, {name: "no-seccomp", seccomp: "0"}}
+	b.ResetTimer()
+	for range b.N {
+		for _, m := range modes {
+			cmd := exec.Command(bin)
+			cmd.Env = append(slices.Clone(base), "MCP_SQLITE_PROBE_AS_WORKER="+m.name)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			reaped := make(chan struct{})
+			begin := time.Now()
+			if _, err := sandbox.StartConfined(cmd, a, reaped); err != nil {
+				b.Fatal(err)
+			}
+			out := bufio.NewReader(stdout)
+			if c, err := out.ReadByte(); err != nil || c != ipc.ReadyByte {
+				b.Fatalf("%s: no ready byte: %q %v", m.name, c, err)
+			}
+			m.start = append(m.start, time.Since(begin))
+			if got := procStatus(cmd.Process.Pid, "Seccomp"); got != m.seccomp {
+				b.Fatalf("%s: Seccomp %q, want %s", m.name, got, m.seccomp)
+			}
+			begin = time.Now()
+			_, _ = io.WriteString(stdin, req)
+			stdin.Close()
+			resp, err := ipc.ReadResponse(out)
+			m.answer = append(m.answer, time.Since(begin))
+			if err != nil || !resp.OK {
+				b.Fatalf("%s: %v %+v", m.name, err, resp)
+			}
+			_, _ = io.Copy(io.Discard, out)
+			_ = cmd.Wait()
+			close(reaped)
+		}
+	}
+	b.StopTimer()
+	for _, m := range modes {
+		b.ReportMetric(percentile(m.start, 0.5), m.name+"-start-p50-ms")
+		b.ReportMetric(percentile(m.answer, 0.5), m.name+"-answer-p50-ms")
+	}
+	b.ReportMetric(percentile(modes[0].start, 0.5)/percentile(modes[1].start, 0.5), "start-seccomp/without")
+	b.ReportMetric(percentile(modes[0].answer, 0.5)/percentile(modes[1].answer, 0.5), "answer-seccomp/without")
+	b.ReportMetric(0, "ns/op")
 }

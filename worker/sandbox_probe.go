@@ -19,9 +19,9 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
 
-// probeOldWorker set to "1" makes the probe binary a worker that skips its
-// seccomp filter.
-const probeOldWorker = "MCP_SQLITE_PROBE_OLD_WORKER"
+// probeAsWorker makes the probe binary a worker: "no-seccomp" one that
+// skips its seccomp filter, "seccomp" a plain one.
+const probeAsWorker = "MCP_SQLITE_PROBE_AS_WORKER"
 
 // This file exists only in test binaries (go build -tags sandboxprobe): the
 // worker, once confined exactly as in production, runs the attempts read
@@ -45,11 +45,14 @@ type probeOutcome struct {
 }
 
 func init() {
-	if os.Getenv(probeOldWorker) == "1" {
+	switch os.Getenv(probeAsWorker) {
+	case "no-seccomp":
 		// Serve as a worker that confines itself without the seccomp
 		// filter (one older than its server): the front must refuse it.
 		skipSeccomp = true
 		return
+	case "seccomp":
+		return // a plain worker: the yardstick of the one above
 	}
 	probeHook = func(st *sandbox.State) int {
 		var attempts []probeAttempt
