@@ -90,73 +90,92 @@ func buildFilter(arch uint32, table []rule, act actions) ([]unix.SockFilter, err
 			return nil, fmt.Errorf("sandbox: system call %d twice in the table", rules[i].nr)
 		}
 	}
-	prog := []unix.SockFilter{
+	prog := make([]unix.SockFilter, 0, 256)
+	prog = append(prog,
 		load(offArch),
 		jump(jeq, arch, 1, 0),
 		ret(act.kill),
 		load(offNR),
-	}
+	)
 	if act.x32Kill {
 		// x32 calls are the x86-64 numbers with bit 30 set.
 		prog = append(prog, jump(jge, 0x40000000, 0, 1), ret(act.kill))
 	}
-	prog = append(prog, searchTree(rules, act)...)
+	prog = searchTree(prog, rules, act)
 	if len(prog) > 4096 { // BPF_MAXINSNS
 		return nil, fmt.Errorf("sandbox: the seccomp filter has %d instructions, more than the kernel takes", len(prog))
 	}
 	return prog, nil
 }
 
-// searchTree finds the accumulator's system call number among rules
-// (sorted). Every path ends in a return, so a check may reuse the
-// accumulator.
-func searchTree(rules []rule, act actions) []unix.SockFilter {
-	if len(rules) <= 4 {
-		var out []unix.SockFilter
+// leafSize is how many calls a leaf of the search compares one by one.
+const leafSize = 8
+
+// searchTree appends to out the search for the accumulator's system call
+// number among rules (sorted). Every path ends in a return, so a check may
+// reuse the accumulator. A leaf compares its calls in turn; the plain
+// allowed ones share the leaf's one "allow" return. Both keep the cost
+// down, paid at every worker start: the kernel's JIT time grows with the
+// program's length, and the build appends into one slice.
+func searchTree(out []unix.SockFilter, rules []rule, act actions) []unix.SockFilter {
+	if len(rules) <= leafSize {
+		var toAllow [leafSize]int // jumps to point at the shared allow
+		n := 0
 		for _, r := range rules {
-			body := checkBlock(r.check, act)
-			out = append(out, jump(jeq, uint32(r.nr), 0, uint8(len(body))))
-			out = append(out, body...)
+			if r.check == permit {
+				toAllow[n], n = len(out), n+1
+				out = append(out, jump(jeq, uint32(r.nr), 0, 0))
+				continue
+			}
+			at := len(out)
+			out = checkBlock(append(out, jump(jeq, uint32(r.nr), 0, 0)), r.check, act)
+			out[at].Jf = uint8(len(out) - at - 1)
 		}
-		return append(out, ret(act.miss))
+		out = append(out, ret(act.miss), ret(retAllow))
+		for _, i := range toAllow[:n] {
+			out[i].Jt = uint8(len(out) - 1 - i - 1)
+		}
+		return out
 	}
 	mid := len(rules) / 2
-	left, right := searchTree(rules[:mid], act), searchTree(rules[mid:], act)
 	// Below the middle: skip the long jump into the upper half.
-	out := []unix.SockFilter{jump(jge, uint32(rules[mid].nr), 0, 1), stmt(ja, uint32(len(left)))}
-	return append(append(out, left...), right...)
+	out = append(out, jump(jge, uint32(rules[mid].nr), 0, 1), stmt(ja, 0))
+	over := len(out) - 1
+	out = searchTree(out, rules[:mid], act)
+	out[over].K = uint32(len(out) - over - 1)
+	return searchTree(out, rules[mid:], act)
 }
 
-// checkBlock is the code for one call once its number matched. A call
+// checkBlock appends the code for one call once its number matched. A call
 // whose arguments fail its check gets act.miss, like an unlisted one.
-func checkBlock(c check, act actions) []unix.SockFilter {
+func checkBlock(out []unix.SockFilter, c check, act actions) []unix.SockFilter {
 	switch c {
 	case permit:
-		return []unix.SockFilter{ret(retAllow)}
+		return append(out, ret(retAllow))
 	case refuse:
-		return []unix.SockFilter{ret(retEPERM)}
+		return append(out, ret(retEPERM))
 	case notHere:
-		return []unix.SockFilter{ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))}
+		return append(out, ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)))
 	case fatal:
-		return []unix.SockFilter{ret(act.kill)}
+		return append(out, ret(act.kill))
 	case noExec: // prot is the third argument of mmap and mprotect
-		return []unix.SockFilter{load(argLow(2)), jump(jset, unix.PROT_EXEC, 0, 1), ret(act.miss), ret(retAllow)}
+		return append(out, load(argLow(2)), jump(jset, unix.PROT_EXEC, 0, 1), ret(act.miss), ret(retAllow))
 	case threadOnly:
-		return []unix.SockFilter{
+		return append(out,
 			load(argLow(0)),
 			jump(jset, unix.CLONE_THREAD, 0, 2),
 			jump(jset, namespaceFlags, 1, 0),
 			ret(retAllow),
 			ret(act.miss),
-		}
+		)
 	case ownPID:
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss)}
+		return append(out, load(argLow(0)), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss))
 	case ownLimits: // pid 0 is the caller
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, 0, 1, 0), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss)}
+		return append(out, load(argLow(0)), jump(jeq, 0, 1, 0), jump(jeq, act.pid, 0, 1), ret(retAllow), ret(act.miss))
 	case ttyQuery:
-		return []unix.SockFilter{load(argLow(1)), jump(jeq, unix.TCGETS, 0, 1), ret(retAllow), ret(act.miss)}
+		return append(out, load(argLow(1)), jump(jeq, unix.TCGETS, 0, 1), ret(retAllow), ret(act.miss))
 	case vmaName:
-		return []unix.SockFilter{load(argLow(0)), jump(jeq, unix.PR_SET_VMA, 0, 1), ret(retAllow), ret(act.miss)}
+		return append(out, load(argLow(0)), jump(jeq, unix.PR_SET_VMA, 0, 1), ret(retAllow), ret(act.miss))
 	}
 	panic(fmt.Sprintf("sandbox: unknown seccomp check %d", c))
 }

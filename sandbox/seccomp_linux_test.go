@@ -256,24 +256,28 @@ func tryCall(name string) string {
 		}
 		return errnoText(e)
 	case "thread":
-		// Locked goroutines that block hold their threads: the runtime
-		// must clone new ones for the rest.
-		before := threads()
+		// Locked goroutines hold a thread each: more of them than the
+		// process has threads means the runtime must clone new ones (a
+		// failed clone would crash it).
+		before := taskIDs()
+		tids := make(chan int)
 		release := make(chan struct{})
-		for range 6 {
+		defer close(release)
+		for range len(before) + 2 {
 			go func() {
 				runtime.LockOSThread()
+				tids <- unix.Gettid()
 				<-release
 			}()
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for threads() < before+6 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		fresh := 0
+		for range len(before) + 2 {
+			if !before[<-tids] {
+				fresh++
+			}
 		}
-		n := threads()
-		close(release)
-		if n < before+6 {
-			return fmt.Sprintf("%d threads, want %d", n, before+6)
+		if fresh == 0 {
+			return "no new thread"
 		}
 		return "ok"
 	case "mmap_exec":
@@ -303,16 +307,15 @@ func errOf(err error) syscall.Errno {
 	return 0
 }
 
-// threads is this process's thread count.
-func threads() int {
-	st, _ := os.ReadFile("/proc/self/status")
-	for _, line := range strings.Split(string(st), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(rest))
-			return n
-		}
+// taskIDs are the ids of this process's threads now.
+func taskIDs() map[int]bool {
+	ids := map[int]bool{}
+	entries, _ := os.ReadDir("/proc/self/task")
+	for _, e := range entries {
+		id, _ := strconv.Atoi(e.Name())
+		ids[id] = true
 	}
-	return 0
+	return ids
 }
 
 func runSeccompChild(t *testing.T, filter bool, udpPort int, calls ...string) (map[string]string, error) {
