@@ -5,13 +5,14 @@ package sandbox
 import "golang.org/x/sys/unix"
 
 // syscallTable is the worker's whole allowlist: every system call a
-// confined worker makes, found by measurement (strace -f -c over the
-// end-to-end suite's workers and the fuzz seeds, then the suite run with
-// the filter in its logging mode, seccomp_log.go), with what it gets.
-// Anything not listed fails with EPERM. Calls that exist on one
-// architecture only are the sys* constants of seccomp_amd64.go and
-// seccomp_arm64.go (-1 where absent); the rest are x/sys/unix's, whose
-// numbers differ per architecture.
+// confined worker makes, found by measurement (strace -f over confined
+// workers running each kind of request and the fuzz seeds, then the
+// end-to-end suite with the filter in its logging mode, seccomp_log_linux.go;
+// DESIGN.md has the details), with what it gets. Anything not listed
+// fails with EPERM. Calls that exist on one architecture only are the
+// sys* constants of seccomp_linux_amd64.go and seccomp_linux_arm64.go
+// (-1 where absent); the rest are x/sys/unix's, whose numbers differ per
+// architecture.
 var syscallTable = []rule{
 	// Go runtime, memory: heap arenas, goroutine stacks, returning pages.
 	// No executable mappings: nothing in a worker loads code after start.
