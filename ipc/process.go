@@ -148,6 +148,16 @@ func (p *process) awaitReady(stdout io.Reader, s *Spawner) {
 	n, err := io.ReadFull(stdout, b[:])
 	switch {
 	case n == 1 && b[0] == ReadyByte:
+		if s.seccomp {
+			if err := checkSeccomp(p.pid(), s.frontFilters); err != nil {
+				if !p.stopped.Load() && !s.isClosed() {
+					s.log.Error("a worker without its seccomp filter may not serve; stopping it", "pid", p.pid(), "error", err)
+				}
+				p.kill()
+				p.headErr = fmt.Errorf("seccomp: %w", err)
+				return
+			}
+		}
 		if p.launched && s.cfg.MemoryMB > 0 {
 			// It cannot read its own /proc entry: the front sets its
 			// address-space limit, before any request reaches it.

@@ -78,6 +78,12 @@ type Spawner struct {
 	// true, workers are started confined by the front (no re-execution).
 	confine *sandbox.Allowance
 	launch  atomic.Bool
+	// seccomp is true when confined workers install the system call
+	// allowlist here: a worker is then handed no request before it is
+	// ready and its /proc status shows the filter (frontFilters is the
+	// front's own filter count, -1 where the kernel does not say).
+	seccomp      bool
+	frontFilters int
 
 	mu     sync.Mutex
 	pool   []*process // standbys, oldest first: ready, or still starting
@@ -138,6 +144,11 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if a := cfg.Worker.Sandbox; a != nil {
 		s.confine = a
 		s.launch.Store(true)
+		if sandbox.SeccompSupported() == nil {
+			if _, n, err := seccompStatus(0); err == nil {
+				s.seccomp, s.frontFilters = true, n
+			}
+		}
 	}
 	s.background.Add(1)
 	go s.fill()
@@ -169,8 +180,9 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 		return nil, err
 	}
 	defer s.callDone()
-	if p.launched && !p.isReady() {
-		// Its memory limit is set once it is ready; no request before.
+	if (p.launched || s.seccomp) && !p.isReady() {
+		// Its memory limit is set, and its seccomp filter checked, once it
+		// is ready; no request before.
 		if err := p.awaitStart(ctx); err != nil {
 			p.kill()
 			s.reapLater(p)

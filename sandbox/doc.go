@@ -1,6 +1,7 @@
 // Package sandbox confines a worker process to its database before it runs
-// any SQL: on Linux with no_new_privs and Landlock (files and, where the
-// kernel offers it, TCP), elsewhere not at all, with a report that says so.
+// any SQL: on Linux with no_new_privs, Landlock (files and, where the
+// kernel offers it, TCP) and a seccomp system call allowlist, elsewhere
+// not at all, with a report that says so.
 //
 // # Allowance
 //
@@ -22,5 +23,16 @@
 // in its environment and [Enter] returns at once. [StartConfined] spares the
 // re-execution: the front restricts a thread of its own and starts the
 // worker from it, so the worker is confined from its first instruction.
+//
+// # System calls
+//
+// [RestrictSyscalls] installs the worker's seccomp-bpf allowlist on every
+// thread, the last step before a worker reads its request: no socket of
+// any family, threads but no new process, and execve or ptrace end the
+// process. The table is seccomp_table_linux.go; an architecture without
+// one refuses to run confined, a kernel without seccomp runs on without
+// it ([ErrNoSeccomp]). A build with the seccomplog tag logs misses to the
+// kernel log instead of refusing them, to find the table's gaps.
+//
 // See DESIGN.md.
 package sandbox

@@ -136,6 +136,10 @@ type Report struct {
 	// Launched is true when the front confined the process before its exec
 	// ([StartConfined]): no re-execution was needed.
 	Launched bool `json:"launched,omitempty"`
+	// Seccomp is true once the system call allowlist is installed on every
+	// thread ([RestrictSyscalls]; the worker does it last, before its
+	// request).
+	Seccomp bool `json:"seccomp,omitempty"`
 	// Missing says why Landlock is not in effect; empty when it is.
 	Missing string `json:"missing,omitempty"`
 	// Notes are widenings worth a log line (e.g. a rollback-journal database).
@@ -239,3 +243,9 @@ func withoutVars(env []string, names ...string) []string {
 	}
 	return out
 }
+
+// ErrNoSeccomp is wrapped by the errors of [RestrictSyscalls] and
+// [SeccompSupported] where the kernel (or platform) has no seccomp
+// filters: workers then run on without the system call allowlist, and the
+// front says so once. Any other error from them means "do not run".
+var ErrNoSeccomp = errors.New("sandbox: no seccomp filters here")

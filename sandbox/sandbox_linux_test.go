@@ -18,9 +18,16 @@ import (
 // and then tries to read the files named in the variable.
 const childEnv = "SANDBOX_TEST_CHILD"
 
+// seccompChild is the child of TestRestrictSyscalls, where the
+// architecture has a system call table.
+var seccompChild func(calls string) int
+
 func TestMain(m *testing.M) {
 	if targets := os.Getenv(childEnv); targets != "" {
 		os.Exit(child(targets))
+	}
+	if calls := os.Getenv("SANDBOX_TEST_SECCOMP_CALLS"); calls != "" && seccompChild != nil {
+		os.Exit(seccompChild(calls))
 	}
 	os.Exit(m.Run())
 }

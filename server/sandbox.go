@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,6 +47,17 @@ func (s *Server) workerEnv() ipc.WorkerEnv {
 		s.log.Debug(err.Error())
 	} else {
 		s.log.Debug("workers confine themselves with Landlock", "abi", abi, "db", a.DB, "snapshot_dir", a.SnapshotDir, "temp_dir", a.TempDir, "read_only", a.ReadOnly)
+	}
+	switch err := sandbox.SeccompSupported(); {
+	case err == nil:
+		s.log.Debug("workers install the seccomp system call allowlist before their request")
+	case errors.Is(err, sandbox.ErrNoSeccomp) && runtime.GOOS == "linux":
+		s.log.Warn(err.Error())
+	case errors.Is(err, sandbox.ErrNoSeccomp):
+		s.log.Debug(err.Error())
+	default:
+		// No table for this architecture: every confined worker refuses.
+		s.log.Error(err.Error())
 	}
 	w.Sandbox = &a
 	return w

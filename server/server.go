@@ -183,7 +183,7 @@ func New(ctx context.Context, cfg *Config, log hclog.Logger) (*Server, error) {
 	if cfg.Sandbox {
 		log.Debug("worker sandbox on")
 	} else {
-		log.Warn("SANDBOX OFF: workers run without OS confinement (--sandbox off is for debugging only)")
+		log.Warn("SANDBOX OFF: workers run without OS confinement: no Landlock, no no_new_privs, no seccomp system call allowlist (--sandbox off is for debugging only)")
 	}
 	if cfg.RG != "" {
 		log.Info("--rg is accepted for compatibility and ignored: search_text matches with Go's RE2 engine inside the worker", "rg", cfg.RG)

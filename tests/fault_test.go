@@ -339,7 +339,7 @@ var (
 	probeErr  error
 )
 
-func probeBinaries(t *testing.T) map[string]string {
+func probeBinaries(t testing.TB) map[string]string {
 	t.Helper()
 	probeOnce.Do(func() {
 		dir := filepath.Dir(serverBin)

@@ -224,6 +224,12 @@ func TestStandbyConfinedAndLimitedWhileWaiting(t *testing.T) {
 		if got := procStatus(pid, "NoNewPrivs"); got != "1" {
 			t.Errorf("standby %d: NoNewPrivs %q", pid, got)
 		}
+		// Ready means filtered too (SPEC 7): the seccomp allowlist is on.
+		if sandbox.SeccompSupported() == nil {
+			if got := procStatus(pid, "Seccomp"); got != "2" {
+				t.Errorf("standby %d: Seccomp %q, want 2", pid, got)
+			}
+		}
 		limits, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "limits"))
 		for _, want := range []string{"Max core file size        0", "Max open files            64"} {
 			if !strings.Contains(string(limits), want) {

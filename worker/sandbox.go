@@ -72,6 +72,9 @@ func admit(req *ipc.Request, tempDir string, log hclog.Logger) error {
 		if next.Report.Missing != "" {
 			log.Warn(next.Report.Missing + "; the worker runs with no_new_privs and resource limits only")
 		}
+		if err := confineSyscalls(next, log); err != nil {
+			return errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
+		}
 		sandboxState, st = next, next
 	}
 	if st.Allowance == nil {

@@ -14,15 +14,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
+
+// probeAsWorker makes the probe binary a worker: "no-seccomp" one that
+// skips its seccomp filter, "seccomp" a plain one.
+const probeAsWorker = "MCP_SQLITE_PROBE_AS_WORKER"
 
 // This file exists only in test binaries (go build -tags sandboxprobe): the
 // worker, once confined exactly as in production, runs the attempts read
 // from stdin instead of a request, and reports each outcome.
 
 // probeAttempt is one thing the probe tries: read, write (an existing
-// file), create, exec, or connect (host:port over TCP).
+// file), create, exec, or connect (host:port over TCP); seccomp installs
+// the worker's system call allowlist as a standby does before its
+// request, for the attempts that follow; udp (host:port), unix,
+// io_uring_setup, bpf, execve (a path) and ptrace make that system call
+// directly (sandbox_probe_linux.go).
 type probeAttempt struct {
 	Op     string `json:"op"`
 	Target string `json:"target"`
@@ -35,6 +45,15 @@ type probeOutcome struct {
 }
 
 func init() {
+	switch os.Getenv(probeAsWorker) {
+	case "no-seccomp":
+		// Serve as a worker that confines itself without the seccomp
+		// filter (one older than its server): the front must refuse it.
+		skipSeccomp = true
+		return
+	case "seccomp":
+		return // a plain worker: the yardstick of the one above
+	}
 	probeHook = func(st *sandbox.State) int {
 		var attempts []probeAttempt
 		if err := json.NewDecoder(os.Stdin).Decode(&attempts); err != nil {
@@ -47,6 +66,21 @@ func init() {
 			Outcomes []probeOutcome `json:"outcomes"`
 		}{Confined: st.Allowance != nil, Report: st.Report}
 		for _, a := range attempts {
+			if a.Op == "seccomp" {
+				// As in Main: no core file, then the filter on every thread.
+				result := "ok"
+				err := applyProcessLimits(0, hclog.NewNullLogger())
+				if err == nil {
+					err = confineSyscalls(st, hclog.NewNullLogger())
+				}
+				if err != nil {
+					result = err.Error()
+				} else if !st.Report.Seccomp {
+					result = "no filter installed"
+				}
+				out.Outcomes = append(out.Outcomes, probeOutcome{a, result})
+				continue
+			}
 			out.Outcomes = append(out.Outcomes, probeOutcome{a, probeAllThreads(a)})
 		}
 		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
@@ -112,7 +146,7 @@ func probeTry(a probeAttempt) string {
 			c.Close()
 		}
 	default:
-		return "unknown op"
+		return probeSyscall(a)
 	}
 	switch {
 	case err == nil:
