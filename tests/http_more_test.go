@@ -303,6 +303,9 @@ func TestHTTPSigtermDrains(t *testing.T) {
 	h := startHTTP(t, db, []string{"alice"}, "--shutdown-grace", "20", "--standby-workers", "0")
 	s := h.connect(t, "alice", false)
 	s.ok("write_query", q("CREATE TABLE t(x)"))
+	// The worker seen below must be the slow call's: on a loaded machine
+	// the last call's may still be exiting.
+	mustWaitFor(t, "the last call's worker to exit", func() bool { return len(workersOf(db)) == 0 })
 	// A call of about a second: a recursive count, finite.
 	const slow = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 400000) SELECT count(*) AS n FROM c"
 	res := make(chan string, 1)

@@ -51,7 +51,7 @@ func TestMemoryBombsStopAtTheLimit(t *testing.T) {
 		// a loaded machine where the runtime's own allocation is refused
 		// first, by the worker's death at it), not at the end of an input
 		// that has none nor by an interrupt at the timeout.
-		wants := []string{"out of memory", "memory limit (128 MiB, --worker-memory-mb)", "narrow the query"}
+		wants := []string{"out of memory", "128 MiB, --worker-memory-mb", "narrow the query"}
 		for _, want := range wants {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: %q lacks %q", b.name, text, want)
