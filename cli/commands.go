@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -223,9 +224,14 @@ func movedFlags(rest []string) string {
 	return strings.Join(line, " ")
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
+// shellQuote quotes s for a POSIX shell when it needs it (on Windows a
+// backslash is a path's separator, not a shell's escape).
 func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`{}[]*?;&|<>()#~!") {
+	special := " \t\n'\"\\$`{}[]*?;&|<>()#~!"
+	if runtime.GOOS == "windows" {
+		special = strings.ReplaceAll(special, "\\", "")
+	}
+	if s != "" && !strings.ContainsAny(s, special) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,7 +245,7 @@ func TestNewcomerMessages(t *testing.T) {
 		{name: "call --must-exist on a database", args: []string{"call", "--must-exist", "--db", memoryDB, "get_resume_context", "{}"}, code: 0,
 			want: []string{"chain ok"}},
 		{name: "call makes a folder and says so", args: []string{"call", "--db", filepath.Join("new", "sub", "m.db"), "verify_chain", "{}"}, code: 0,
-			want: []string{"created a new memory database at " + filepath.Join(dir, "new", "sub", "m.db"), "(and its folder " + filepath.Join(dir, "new", "sub") + ")", `--db "` + filepath.Join("new", "sub", "m.db") + `" is relative`}},
+			want: []string{"created a new memory database at " + filepath.Join(dir, "new", "sub", "m.db"), "(and its folder " + filepath.Join(dir, "new", "sub") + ")", fmt.Sprintf("--db %q is relative", filepath.Join("new", "sub", "m.db"))}},
 		{name: "call with a literal tilde", args: []string{"call", "--db", "~/x.db", "verify_chain", "{}"}, code: 0,
 			want: []string{`--db "~/x.db" starts with a literal "~"`, "created a new memory database at " + filepath.Join(dir, "~", "x.db")}},
 		{name: "call on another program's SQLite file", args: []string{"call", "--db", shop, "list_tables", "{}"}, code: 0,
