@@ -300,9 +300,16 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 		rctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
+	started := time.Now()
 	recalled, err := recall(rctx, tx, r, match, r.Excluded, events, limit)
-	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-		return nil, nil, &RecallTimeoutError{Budget: budget}
+	if ctx.Err() == nil && budget > 0 {
+		// Over the budget is over it, also when the statement ended
+		// before the deadline's timer could interrupt it (a budget of a
+		// few ticks, a loaded machine): the answer does not depend on
+		// which came first.
+		if (err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded)) || (err == nil && time.Since(started) > budget) {
+			return nil, nil, &RecallTimeoutError{Budget: budget}
+		}
 	}
 	return events, recalled, err
 }

@@ -185,14 +185,17 @@ func (opt Options) budgetError(err error, b *timeBudget) error {
 	if err == nil {
 		return nil
 	}
+	if b.hit.Load() {
+		// Whatever failed after the deadline failed because of it (an
+		// interrupted compile reads as SQL that does not compile).
+		return &BudgetError{Msg: fmt.Sprintf("the restore ran over its time budget of %s and was rolled back; your database was not changed. The record may hold an endless or huge query; if it is a large honest one, raise the budget (--restore-timeout)", opt.Timeout)}
+	}
 	var h *HostileError
 	var c *ConflictError
 	if errors.As(err, &h) || errors.As(err, &c) {
 		return err
 	}
 	switch code := rawsqlite.ErrorCode(err) & 0xff; {
-	case b.hit.Load():
-		return &BudgetError{Msg: fmt.Sprintf("the restore ran over its time budget of %s and was rolled back; your database was not changed. The record may hold an endless or huge query; if it is a large honest one, raise the budget (--restore-timeout)", opt.Timeout)}
 	case code == rawsqlite.ResultFull && opt.MaxGrowth > 0:
 		return &BudgetError{Msg: fmt.Sprintf("the restore would grow the database by more than %d MiB and was rolled back; your database was not changed. The record puts back more than it holds room for; if it is a large honest one, raise --max-growth-mb", opt.MaxGrowth>>20)}
 	}
