@@ -102,8 +102,9 @@ func TestRecallBoundedOverStdio(t *testing.T) {
 	if !strings.Contains(text, "fewer or longer prefix terms") || !strings.Contains(text, "--query-timeout") {
 		t.Fatalf("the timeout gives no hint: %q", text)
 	}
+	s.audited(db) // the row is written after the reply
 	if tool, ok, errText := lastAudit(t, db); tool != "get_resume_context" || ok || !strings.HasPrefix(errText, "TIMEOUT") {
-		t.Logf("audit row: %s %v %q", tool, ok, errText) // written after the reply; informative only
+		t.Fatalf("audit row: %s %v %q", tool, ok, errText)
 	}
 	// A word too many is INVALID_ARGUMENT, before any work.
 	text = s.fails("get_resume_context", map[string]any{"query": strings.Join(append(terms, "y"), " ")}, "INVALID_ARGUMENT")
