@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,26 +32,8 @@ type httpServer struct {
 	tokens string // the token file
 	token  map[string]string
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *lockedBuffer
 	done   chan struct{} // closed when the process has exited
-}
-
-// syncBuffer is a stderr every goroutine may read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // addToken runs `token add` and returns the token, its last stdout line.
@@ -86,7 +67,7 @@ func (h *httpServer) start(flags ...string) {
 	t.Helper()
 	args := append([]string{"--db", h.db, "--http", "127.0.0.1:0", "--auth-tokens", h.tokens}, flags...)
 	h.cmd = exec.Command(serverBin, args...)
-	h.log = &syncBuffer{}
+	h.log = &lockedBuffer{}
 	pr, pw := io.Pipe()
 	h.cmd.Stderr = pw
 	if err := h.cmd.Start(); err != nil {
@@ -100,7 +81,7 @@ func (h *httpServer) start(flags ...string) {
 		close(done)
 	}(h.cmd, h.done)
 	found := make(chan string, 1)
-	go func(log *syncBuffer) {
+	go func(log *lockedBuffer) {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			fmt.Fprintln(log, sc.Text())
