@@ -101,9 +101,10 @@ func (s *Spawner) start(standby bool, sl *slot) (p *process, err error) {
 	}
 	p.relay = newStderrRelay(stderr, s.log.Named("worker").With("pid", cmd.Process.Pid))
 	p.stdout = afterReady{p: p, r: stdout}
+	holdForTest(cmd.Process.Pid)
 	// On Windows the worker is still suspended here: it runs its first
 	// instruction inside its Job Object.
-	h, err := attachLimits(cmd, s.cfg.MemoryMB)
+	h, err := attachLimits(cmd, p.platform, s.cfg.MemoryMB)
 	if err != nil {
 		p.kill()
 		_ = p.wait() // releases the slot
@@ -119,19 +120,27 @@ func (s *Spawner) start(standby bool, sl *slot) (p *process, err error) {
 // re-execution it needs to confine all its threads itself; else as is.
 func (s *Spawner) startProcess(p *process) error {
 	if s.confine == nil || !s.launch.Load() {
-		return p.cmd.Start()
+		return s.startPlain(p)
 	}
 	_, err := sandbox.StartConfined(p.cmd, *s.confine, p.reapedCh)
 	if errors.Is(err, sandbox.ErrUnsupported) {
 		s.launch.Store(false)
-		return p.cmd.Start()
+		return s.startPlain(p)
 	}
 	if err != nil {
 		s.stopLaunching("the server could not confine a worker before it ran: " + err.Error())
-		return p.cmd.Start()
+		return s.startPlain(p)
 	}
 	p.launched = true
 	return nil
+}
+
+// startPlain starts p's command as the platform starts a worker (on
+// Windows inside its Job Object, suspended).
+func (s *Spawner) startPlain(p *process) error {
+	h, err := startCommand(p.cmd, s.cfg.MemoryMB, s.log)
+	p.platform = h
+	return err
 }
 
 // stopLaunching falls back, for good, to workers that confine themselves.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +23,14 @@ func prepareCommand(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-func attachLimits(*exec.Cmd, int) (platformHandle, error) { return platformHandle{}, nil }
+// startCommand starts the worker; it runs from its first instruction.
+func startCommand(cmd *exec.Cmd, _ int, _ hclog.Logger) (platformHandle, error) {
+	return platformHandle{}, cmd.Start()
+}
+
+func attachLimits(*exec.Cmd, platformHandle, int) (platformHandle, error) {
+	return platformHandle{}, nil
+}
 
 func releaseLimits(platformHandle) {}
 

@@ -2,7 +2,11 @@
 
 package ipc
 
-import "os/exec"
+import (
+	"os/exec"
+
+	"github.com/hashicorp/go-hclog"
+)
 
 // platformHandle is empty where no process grouping is implemented; the
 // worker still limits itself where setrlimit exists.
@@ -10,7 +14,14 @@ type platformHandle struct{}
 
 func prepareCommand(*exec.Cmd) {}
 
-func attachLimits(*exec.Cmd, int) (platformHandle, error) { return platformHandle{}, nil }
+// startCommand starts the worker; it runs from its first instruction.
+func startCommand(cmd *exec.Cmd, _ int, _ hclog.Logger) (platformHandle, error) {
+	return platformHandle{}, cmd.Start()
+}
+
+func attachLimits(*exec.Cmd, platformHandle, int) (platformHandle, error) {
+	return platformHandle{}, nil
+}
 
 func releaseLimits(platformHandle) {}
 

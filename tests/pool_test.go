@@ -388,6 +388,75 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 	}
 }
 
+// TestNoWorkerOutsideItsJob: a server killed right after it created a
+// worker, before that worker ran, leaves no worker behind. The server is
+// held at that point by MCP_SQLITE_TEST_HOLD_SPAWN (ipc/testhold.go). On
+// Windows this is the moment a worker created outside its Job Object
+// would outlive its server, suspended for good; a worker created inside
+// it (PROC_THREAD_ATTRIBUTE_JOB_LIST) dies with the job's last handle. On
+// Linux the kernel's Pdeathsig ends it.
+func TestNoWorkerOutsideItsJob(t *testing.T) {
+	t.Parallel()
+	dir := testDir(t)
+	hold := filepath.Join(dir, "held-workers")
+	cmd := exec.Command(serverBin, "-v", "--db", filepath.Join(dir, "memory.db"))
+	cmd.Env = append(os.Environ(), "MCP_SQLITE_TEST_HOLD_SPAWN="+hold)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var logs lockedBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var held []int
+	if !waitFor(20*time.Second, func() bool {
+		held = heldWorkers(t, hold)
+		return len(held) > 0
+	}) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the server held no worker; its log:\n%s", tail(logs.String(), 2000))
+	}
+	if !alive(held[0]) {
+		t.Fatalf("held worker %d is not alive before the kill", held[0])
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	held = heldWorkers(t, hold) // any other start that reached the hold
+	if !waitFor(10*time.Second, func() bool { return !slices.ContainsFunc(held, alive) }) {
+		left := slices.DeleteFunc(slices.Clone(held), func(pid int) bool { return !alive(pid) })
+		for _, pid := range left {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+		t.Fatalf("workers %v outlived their killed server; its log:\n%s", left, tail(logs.String(), 2000))
+	}
+	if runtime.GOOS == "windows" && !strings.Contains(logs.String(), "workers are created inside their Job Object") {
+		t.Errorf("the server did not say it creates workers inside their Job Object; its log:\n%s", tail(logs.String(), 2000))
+	}
+}
+
+// heldWorkers reads the pids TestNoWorkerOutsideItsJob's server wrote.
+func heldWorkers(t *testing.T, path string) []int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, line := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			t.Fatalf("%s: %q is not a pid", path, line)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
 // TestWorkerConfinedByFront runs the sandbox probe the way the server
 // starts its workers on Linux: confined by the front before its exec, with
 // no re-execution. It may use its database and nothing else.
