@@ -115,12 +115,12 @@ fi
 # on; every t.TempDir cleanup then fails. .ci/winereport reads each run's
 # test2json events and counts a test whose only failures are those
 # cleanups as passed (tests/ uses testDir, which has no such failure).
-# reap ends and reports the worker processes the run left behind. Under
-# Wine these are workers created suspended whose server was killed before
-# it put them in their Job Object (the fault tests kill servers at random
-# moments): Windows attaches a Job Object after CreateProcess, and only a
-# process created inside its job (PROC_THREAD_ATTRIBUTE_JOB_LIST) closes
-# that gap; docs/windows.md has the details.
+# reap ends and reports the worker processes the run left behind. A worker
+# is created inside its Job Object (PROC_THREAD_ATTRIBUTE_JOB_LIST), so none
+# should outlive its server; before that, workers created suspended whose
+# server was killed before it put them in their job (the fault tests kill
+# servers at random moments) were left here, one to six a run
+# (docs/windows.md).
 reap() {
   local left
   left=$(pgrep -f 'mcp-sqlite-memory-e2e-.*\.exe' || true)
@@ -130,6 +130,10 @@ reap() {
   fi
 }
 go build -o "$work/winereport" ./.ci/winereport
+# Skips are judged as in the Linux steps: a reason .ci/allowed-skips-wine
+# does not list fails the step (docs/windows.md lists the reasons).
+go build -o "$work/skipcheck" ./.ci/skipcheck
+skipcheck_wine() { "$work/skipcheck" -skips-only -allow "$root/.ci/allowed-skips-wine" || failed=1; }
 failed=0
 # The unit packages run two at a time: their tests mostly run one after
 # another, so one package keeps about one core busy. ipc goes first and
@@ -154,6 +158,7 @@ done
 wait
 reap
 for p in "${pkgs[@]}"; do
+  skipcheck_wine < <(go tool test2json -t -p "$p" <"$work/$p.out")
   if go tool test2json -t -p "$p" <"$work/$p.out" | "$work/winereport" -p "$p" -failed "$work/$p.failed"; then
     echo "   ($p: $(cat "$work/$p.out.secs") s)"
   elif [ -s "$work/$p.failed" ]; then
@@ -186,6 +191,7 @@ if [ "${WINE_E2E:-1}" != 0 ]; then
   }
   start=$SECONDS
   run_e2e >"$work/e2e.json" || true
+  skipcheck_wine <"$work/e2e.json"
   if "$work/winereport" -p tests -failed "$work/e2e.failed" <"$work/e2e.json"; then
     echo "wine: end-to-end suite passed in $((SECONDS - start)) s"
   elif [ -s "$work/e2e.failed" ]; then

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -256,9 +255,6 @@ func TestUndoRetentionAndAuto(t *testing.T) {
 // undo record (here: copying a 120 MB table DROP TABLE removes) leaves no
 // record, partial or complete, and no change.
 func TestKilledUndoRecordLeavesNothing(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("finds workers through /proc")
-	}
 	t.Parallel()
 	db := bigDB(t)
 	s := start(t, db, "--snapshot-mode", "undo", "--standby-workers", "0", "--query-timeout", "30")
@@ -285,10 +281,10 @@ func TestKilledUndoRecordLeavesNothing(t *testing.T) {
 	cancel()
 	<-errc
 	waitAudit(t, db, "CANCELLED")
-	if !waitFor(2*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
 		t.Fatal("worker alive after the cancellation")
 	}
-	if !waitFor(2*time.Second, func() bool { return len(snapshotFiles(t, db)) == 0 }) {
+	if !waitFor(10*time.Second, func() bool { return len(snapshotFiles(t, db)) == 0 }) {
 		t.Fatalf("snapshot folder after the kill: %v", snapshotFiles(t, db))
 	}
 	if n := rowCount(t, db); n != 1200 {
