@@ -65,16 +65,13 @@ func (e *ForeignObjectsError) Error() string {
 	fmt.Fprintf(&b, "%s: %v, so appends, checkpoints or the audit log could be dropped or rewritten:", e.Path, ErrForeignObjects)
 	var drops []string
 	for _, o := range e.Objects {
-		fmt.Fprintf(&b, "\n  %s %s: %s", o.Type, quoteName(o.Name), o.Why)
-		drops = append(drops, fmt.Sprintf("DROP %s %s;", strings.ToUpper(o.Type), quoteName(o.Name)))
+		fmt.Fprintf(&b, "\n  %s %s: %s", o.Type, rawsqlite.QuoteIdent(o.Name), o.Why)
+		drops = append(drops, fmt.Sprintf("DROP %s %s;", strings.ToUpper(o.Type), rawsqlite.QuoteIdent(o.Name)))
 	}
 	fmt.Fprintf(&b, "\nThe server does not serve this file while they exist. If you did not make them, drop them with the sqlite3 CLI:\n  sqlite3 %s '%s'\nor restore a snapshot from before they appeared (mcp-sqlite-memory restore).",
 		e.Path, strings.ReplaceAll(strings.Join(drops, " "), "'", `'\''`))
 	return b.String()
 }
-
-// quoteName quotes an SQL identifier.
-func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // fts5Shadows are the suffixes of an FTS5 table's shadow tables.
 var fts5Shadows = []string{"_data", "_idx", "_docsize", "_config", "_content"}
@@ -245,9 +242,9 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		}
 		sets := make([]string, len(cols))
 		for i, col := range cols {
-			sets[i] = quoteName(col) + " = " + quoteName(col)
+			sets[i] = rawsqlite.QuoteIdent(col) + " = " + rawsqlite.QuoteIdent(col)
 		}
-		t := "main." + quoteName(r.name)
+		t := "main." + rawsqlite.QuoteIdent(r.name)
 		current = r.name
 		for _, stmt := range []string{
 			"INSERT INTO " + t + " DEFAULT VALUES",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // querier is what the catalogue and the plan read through: the restore's
@@ -44,7 +45,7 @@ type catalog struct {
 func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error) {
 	c := &catalog{schema: schema, names: map[string]bool{}}
 	list := map[string]object{}
-	rows, err := q.QueryContext(ctx, "PRAGMA "+quote(schema)+".table_list")
+	rows, err := q.QueryContext(ctx, "PRAGMA "+rawsqlite.QuoteIdent(schema)+".table_list")
 	if err != nil {
 		return nil, fmt.Errorf("read the tables of %s: %w", schema, err)
 	}
@@ -61,7 +62,7 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "+quote(schema)+".sqlite_schema ORDER BY rowid")
+	rows, err = q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "+rawsqlite.QuoteIdent(schema)+".sqlite_schema ORDER BY rowid")
 	if err != nil {
 		return nil, fmt.Errorf("read the schema of %s: %w", schema, err)
 	}
@@ -153,13 +154,10 @@ func hasSQLitePrefix(name string) bool {
 	return len(name) >= 7 && policy.FoldName(name[:7]) == "sqlite_"
 }
 
-// quote is name as an SQL identifier.
-func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
-
 // count is the number of rows of schema.name.
 func count(ctx context.Context, q querier, schema, name string) (int64, error) {
 	var n int64
-	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+quote(schema)+"."+quote(name)).Scan(&n)
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(schema)+"."+rawsqlite.QuoteIdent(name)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the rows of %s: %w", name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // Column is one column of a table or view, as pragma_table_info lists it.
@@ -35,9 +36,6 @@ type Plan struct {
 	// Columns are the searched columns, stored spelling, in request order.
 	Columns []string
 }
-
-// QuoteIdent quotes a name for SQL, doubling any double quote in it.
-func QuoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // IsText reports whether a declared type makes a column searched by
 // default: it contains CHAR, TEXT or CLOB, or there is no type (SPEC 5.2).
@@ -76,10 +74,10 @@ func NewPlan(obj Object, columns []string, keyColumn, where string, candidateCap
 	b.WriteString(key)
 	for _, c := range cols {
 		b.WriteString(", ")
-		b.WriteString(QuoteIdent(c))
+		b.WriteString(rawsqlite.QuoteIdent(c))
 	}
 	b.WriteString(" FROM ")
-	b.WriteString(QuoteIdent(obj.Name))
+	b.WriteString(rawsqlite.QuoteIdent(obj.Name))
 	if strings.TrimSpace(where) != "" {
 		// The closing parenthesis goes on its own line so that a trailing
 		// "--" comment in where cannot swallow it.
@@ -155,7 +153,7 @@ func ResolveKey(obj Object, keyColumn string) (string, error) {
 			obj.Name, columnList(obj.Columns))
 	}
 	if c, ok := find(obj.Columns, keyColumn); ok {
-		return QuoteIdent(c.Name), nil
+		return rawsqlite.QuoteIdent(c.Name), nil
 	}
 	if hasRowid {
 		for _, r := range rowidNames {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 )
 
@@ -660,7 +661,7 @@ func (u *UI) readTables(ctx context.Context) ([]object, error) {
 		} else {
 			// count(*) of a table is a statement of our own; a view's
 			// SELECT is the agent's, so views are never run.
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+strings.ReplaceAll(o.Name, `"`, `""`)+`"`).Scan(&o.Rows); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(o.Name)).Scan(&o.Rows); err != nil {
 				return nil, err
 			}
 			o.Counted = true

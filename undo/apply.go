@@ -326,12 +326,12 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		}
 		switch s.action {
 		case "drop":
-			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+quote(s.name)); err != nil {
+			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
 				return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 			}
 		case "create":
 			if opt.Force {
-				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+quote(s.name)); err != nil {
+				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
 					return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 				}
 			}
@@ -343,13 +343,13 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 			if s.copyName != "" {
 				cols := make([]string, len(s.columns))
 				for i, c := range s.columns {
-					cols[i] = quote(c)
+					cols[i] = rawsqlite.QuoteIdent(c)
 				}
 				list := strings.Join(cols, ", ")
-				if err := copyRows(rec, "SELECT "+list+" FROM "+quote(s.copyName), db, "INSERT INTO "+quote(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
+				if err := copyRows(rec, "SELECT "+list+" FROM "+rawsqlite.QuoteIdent(s.copyName), db, "INSERT INTO "+rawsqlite.QuoteIdent(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
 					return res, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
 				}
-				n, err := scalar(rec, "SELECT count(*) FROM "+quote(s.copyName))
+				n, err := scalar(rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(s.copyName))
 				if err != nil {
 					return res, err
 				}

@@ -272,9 +272,9 @@ func FuzzCheckSnapshot(f *testing.F) {
 		for _, tv := range targets {
 			typ, name, _ := strings.Cut(tv, " ")
 			// Whatever the agent's tables and views do when written or read.
-			stmts := []string{"SELECT * FROM " + quote(name) + " LIMIT 10"}
+			stmts := []string{"SELECT * FROM " + rawsqlite.QuoteIdent(name) + " LIMIT 10"}
 			if typ == "table" {
-				stmts = append(stmts, "INSERT INTO "+quote(name)+" DEFAULT VALUES", "DELETE FROM "+quote(name))
+				stmts = append(stmts, "INSERT INTO "+rawsqlite.QuoteIdent(name)+" DEFAULT VALUES", "DELETE FROM "+rawsqlite.QuoteIdent(name))
 			}
 			for _, s := range stmts {
 				_ = c.Exec(s)

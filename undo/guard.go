@@ -303,7 +303,7 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 			g.mu.Lock()
 			g.viewReads = true
 			g.mu.Unlock()
-			err := compileOnly(c, g, "SELECT * FROM "+quote(o.Name), o.label())
+			err := compileOnly(c, g, "SELECT * FROM "+rawsqlite.QuoteIdent(o.Name), o.label())
 			g.mu.Lock()
 			g.viewReads = false
 			g.mu.Unlock()
@@ -326,11 +326,11 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 		}
 		set := make([]string, len(cols))
 		for i, col := range cols {
-			set[i] = quote(col) + " = " + quote(col)
+			set[i] = rawsqlite.QuoteIdent(col) + " = " + rawsqlite.QuoteIdent(col)
 		}
-		stmts := []string{"INSERT INTO " + quote(o.Table) + " DEFAULT VALUES", "DELETE FROM " + quote(o.Table)}
+		stmts := []string{"INSERT INTO " + rawsqlite.QuoteIdent(o.Table) + " DEFAULT VALUES", "DELETE FROM " + rawsqlite.QuoteIdent(o.Table)}
 		if len(set) > 0 {
-			stmts = append(stmts, "UPDATE "+quote(o.Table)+" SET "+strings.Join(set, ", "))
+			stmts = append(stmts, "UPDATE "+rawsqlite.QuoteIdent(o.Table)+" SET "+strings.Join(set, ", "))
 		}
 		for _, s := range stmts {
 			if err := compileOnly(c, g, s, "the triggers on "+Printable(o.Table)); err != nil {

@@ -183,10 +183,10 @@ func (r *Recorder) checkNullKeys() error {
 	for t, cols := range r.nullPK {
 		conds := make([]string, len(cols))
 		for i, c := range cols {
-			conds[i] = quote(c) + " IS NULL"
+			conds[i] = rawsqlite.QuoteIdent(c) + " IS NULL"
 		}
 		found := false
-		err := each(r.db, "SELECT 1 FROM "+quote(t)+" WHERE "+strings.Join(conds, " OR ")+" LIMIT 1", func(*rawsqlite.Stmt) error {
+		err := each(r.db, "SELECT 1 FROM "+rawsqlite.QuoteIdent(t)+" WHERE "+strings.Join(conds, " OR ")+" LIMIT 1", func(*rawsqlite.Stmt) error {
 			found = true
 			return nil
 		})
@@ -262,10 +262,10 @@ func (r *Recorder) copyTable(t, name string) error {
 	}
 	colList := make([]string, len(all))
 	for i, c := range all {
-		colList[i] = quote(c)
+		colList[i] = rawsqlite.QuoteIdent(c)
 	}
 	// Columns without a declared type keep every value as it was stored.
-	if err := r.rec.Exec("CREATE TABLE " + quote(name) + "(" + strings.Join(colList, ", ") + ")"); err != nil {
+	if err := r.rec.Exec("CREATE TABLE " + rawsqlite.QuoteIdent(name) + "(" + strings.Join(colList, ", ") + ")"); err != nil {
 		return err
 	}
 	// One transaction: a commit per row would write the file's pages
@@ -273,7 +273,7 @@ func (r *Recorder) copyTable(t, name string) error {
 	if err := r.rec.Exec("BEGIN"); err != nil {
 		return err
 	}
-	if err := copyRows(r.db, "SELECT "+strings.Join(colList, ", ")+" FROM "+quote(t), r.rec, "INSERT INTO "+quote(name)+" VALUES ("+placeholders(len(all))+")"); err != nil {
+	if err := copyRows(r.db, "SELECT "+strings.Join(colList, ", ")+" FROM "+rawsqlite.QuoteIdent(t), r.rec, "INSERT INTO "+rawsqlite.QuoteIdent(name)+" VALUES ("+placeholders(len(all))+")"); err != nil {
 		return err
 	}
 	return r.rec.Exec("COMMIT")
@@ -353,7 +353,7 @@ func (r *Recorder) Finish(info Info) (Summary, error) {
 	}
 	for _, t := range r.plan.Copy {
 		tables[t] = true
-		n, err := scalar(r.rec, "SELECT count(*) FROM "+quote(r.copied[fold(t)]))
+		n, err := scalar(r.rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(r.copied[fold(t)]))
 		if err != nil {
 			return sum, err
 		}

@@ -143,8 +143,6 @@ func columnsOf(c *rawsqlite.Conn, t string) ([]string, error) {
 	return cols, err
 }
 
-func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
-
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }

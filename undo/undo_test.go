@@ -54,7 +54,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 			continue // FTS5 shadow tables: their pages, not the agent's rows
 		}
 		var rows []string
-		err := each(c, "SELECT * FROM "+quote(tbl), func(st *rawsqlite.Stmt) error {
+		err := each(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
 			var r strings.Builder
 			for i := range st.ColumnCount() {
 				switch st.ColumnType(i) {

@@ -38,8 +38,6 @@ func (ex *executor) objects() ([]object, error) {
 	return objs, err
 }
 
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
 // listTables answers list_tables: CSV name,type,system,rows, or the
 // readonly profile's {"tables":[{"name":...}]}.
 func (ex *executor) listTables() (*ipc.Response, error) {
@@ -101,7 +99,7 @@ func (ex *executor) listTables() (*ipc.Response, error) {
 
 // countRows counts under the read policy, like an agent's own query.
 func (ex *executor) countRows(table string) (int64, error) {
-	st, _, err := ex.compile("SELECT count(*) FROM " + quoteIdent(table))
+	st, _, err := ex.compile("SELECT count(*) FROM " + rawsqlite.QuoteIdent(table))
 	if err != nil {
 		return 0, err
 	}

@@ -58,7 +58,7 @@ func (ex *executor) ftsTable(name string) (policy.FTSTable, bool, error) {
 	if err != nil || t.Command < 0 {
 		return t, false, err
 	}
-	err = ex.each("EXPLAIN INSERT INTO "+quoteIdent(name)+"("+quoteIdent(command)+") VALUES (NULL)", func(st *rawsqlite.Stmt) error {
+	err = ex.each("EXPLAIN INSERT INTO "+rawsqlite.QuoteIdent(name)+"("+rawsqlite.QuoteIdent(command)+") VALUES (NULL)", func(st *rawsqlite.Stmt) error {
 		if st.ColumnText(1) == "VUpdate" {
 			t.Vtab = st.ColumnText(5)
 		}

@@ -209,7 +209,7 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 	}
 	for i, o := range d.objects {
 		if o.Action == ipc.ObjectDrop && (o.Type == "TABLE" || o.Type == "VIRTUAL TABLE") {
-			n, err := ex.scalarInt("SELECT count(*) FROM main." + quoteIdent(o.Name))
+			n, err := ex.scalarInt("SELECT count(*) FROM main." + rawsqlite.QuoteIdent(o.Name))
 			if err != nil {
 				return nil, err
 			}
@@ -458,9 +458,9 @@ func (ex *executor) virtualWrites(d *dryRun, kinds tableKinds) []virtualCount {
 // table's count(*) would not read), else count(*); -1 when it cannot be
 // counted (a module this SQLite lacks, say).
 func (ex *executor) virtualRows(name string, kinds tableKinds) int64 {
-	sql := "SELECT count(*) FROM main." + quoteIdent(name)
+	sql := "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name)
 	if kinds.shadow[policy.FoldName(name+"_docsize")] {
-		sql = "SELECT count(*) FROM main." + quoteIdent(name+"_docsize")
+		sql = "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name+"_docsize")
 	}
 	n, err := ex.scalarInt(sql)
 	if err != nil {

@@ -53,7 +53,7 @@ func digest(t *testing.T, db string) [32]byte {
 		t.Fatal(err)
 	}
 	for _, tb := range tables {
-		if err := eachRow(c, "SELECT * FROM "+quoteIdent(tb), func(st *rawsqlite.Stmt) {
+		if err := eachRow(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tb), func(st *rawsqlite.Stmt) {
 			for i := 0; i < st.ColumnCount(); i++ {
 				b.WriteString(st.ColumnText(i) + ",")
 			}

@@ -396,9 +396,9 @@ func (ex *executor) checkNewTriggers(before map[string]bool) error {
 		// Every column is set, so that UPDATE OF triggers are compiled too.
 		sets := make([]string, len(cols))
 		for i, c := range cols {
-			sets[i] = quoteIdent(c.name) + " = " + quoteIdent(c.name)
+			sets[i] = rawsqlite.QuoteIdent(c.name) + " = " + rawsqlite.QuoteIdent(c.name)
 		}
-		table := quoteIdent(tr.table)
+		table := rawsqlite.QuoteIdent(tr.table)
 		probes := []string{"INSERT INTO " + table + " DEFAULT VALUES", "DELETE FROM " + table}
 		if len(sets) > 0 {
 			probes = append(probes, "UPDATE "+table+" SET "+strings.Join(sets, ", "))

@@ -15,7 +15,7 @@ import (
 // view's own SQL, so get_schema shows it to the next session.
 func ViewSQL(name, description, selectSQL string) string {
 	var b strings.Builder
-	b.WriteString("CREATE VIEW " + quoteIdent(name) + " AS\n")
+	b.WriteString("CREATE VIEW " + rawsqlite.QuoteIdent(name) + " AS\n")
 	if d := strings.Join(strings.Fields(description), " "); d != "" {
 		b.WriteString("-- description: " + d + "\n")
 	}
@@ -63,7 +63,7 @@ func (ex *executor) createView() (*ipc.Response, error) {
 		}
 	}()
 	if prevType == "view" {
-		if err := ex.exec("DROP VIEW " + quoteIdent(v.Name)); err != nil {
+		if err := ex.exec("DROP VIEW " + rawsqlite.QuoteIdent(v.Name)); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +124,7 @@ func (ex *executor) readBack(name string) error {
 	saved := ex.auth
 	ex.auth = policy.New(policy.Read, policy.Options{})
 	defer func() { ex.auth = saved }()
-	st, _, err := ex.compile("SELECT * FROM " + quoteIdent(name))
+	st, _, err := ex.compile("SELECT * FROM " + rawsqlite.QuoteIdent(name))
 	if err == nil {
 		st.Finalize()
 		return nil
