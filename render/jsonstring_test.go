@@ -1,11 +1,11 @@
-package jsonesc
+package render
 
 import (
 	"encoding/json"
 	"testing"
 )
 
-func TestAppendByte(t *testing.T) {
+func TestAppendJSONEscape(t *testing.T) {
 	tests := []struct {
 		c    byte
 		want string
@@ -23,30 +23,30 @@ func TestAppendByte(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := string(AppendByte([]byte("x"), tt.c)); got != "x"+tt.want {
-				t.Errorf("AppendByte(%#x) = %q, want %q", tt.c, got, "x"+tt.want)
+			if got := string(AppendJSONEscape([]byte("x"), tt.c)); got != "x"+tt.want {
+				t.Errorf("AppendJSONEscape(%#x) = %q, want %q", tt.c, got, "x"+tt.want)
 			}
 		})
 	}
 }
 
-// TestAgreesWithEncodingJSON: every byte AppendByte takes is escaped as
+// TestJSONEscapeAgreesWithEncodingJSON: every byte AppendJSONEscape takes is escaped as
 // encoding/json escapes it.
-func TestAgreesWithEncodingJSON(t *testing.T) {
+func TestJSONEscapeAgreesWithEncodingJSON(t *testing.T) {
 	for c := range byte(0x20) {
-		checkAgrees(t, c)
+		checkEscapeAgrees(t, c)
 	}
-	checkAgrees(t, '"')
-	checkAgrees(t, '\\')
+	checkEscapeAgrees(t, '"')
+	checkEscapeAgrees(t, '\\')
 }
 
-func checkAgrees(t *testing.T, c byte) {
+func checkEscapeAgrees(t *testing.T, c byte) {
 	t.Helper()
 	want, err := json.Marshal(string([]byte{c}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := `"` + string(AppendByte(nil, c)) + `"`; got != string(want) {
+	if got := `"` + string(AppendJSONEscape(nil, c)) + `"`; got != string(want) {
 		t.Errorf("byte %#x: %s, encoding/json writes %s", c, got, want)
 	}
 }
