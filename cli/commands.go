@@ -249,26 +249,9 @@ func callArguments(rest []string) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, &server.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object of named arguments, got %s %s\nTry: mcp-sqlite-memory call --db memory.db %s '{\"query\":\"SELECT 1\"}'", jsonKind(v), rest[1], rest[0])}
+		return nil, &server.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object of named arguments, got %s %s\nTry: mcp-sqlite-memory call --db memory.db %s '{\"query\":\"SELECT 1\"}'", server.JSONKind(v), rest[1], rest[0])}
 	}
 	return obj, nil
-}
-
-// jsonKind names the type of a decoded JSON value, with its article.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case nil:
-		return "null"
-	}
-	return "a value"
 }
 
 // closestTool is the tool a mistyped name most likely meant: the nearest

@@ -280,26 +280,19 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 
 // columnsOf lists the columns of a table or view.
 func columnsOf(c *rawsqlite.Conn, table string) ([]string, error) {
-	q, _, err := c.Prepare(`SELECT name FROM pragma_table_info(` + sqlString(table) + `, 'main')`)
-	if err != nil {
-		return nil, err
-	}
-	defer q.Finalize()
-	var out []string
-	for {
-		ok, err := q.Step()
-		if err != nil || !ok {
-			return out, err
-		}
-		out = append(out, q.ColumnText(0))
-	}
+	return firstColumn(c, `SELECT name FROM pragma_table_info(`+sqlString(table)+`, 'main')`)
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // indexesOf lists the indexes made by CREATE INDEX on a table.
 func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
-	q, _, err := c.Prepare(`SELECT name FROM pragma_index_list(` + sqlString(table) + `, 'main') WHERE origin = 'c'`)
+	return firstColumn(c, `SELECT name FROM pragma_index_list(`+sqlString(table)+`, 'main') WHERE origin = 'c'`)
+}
+
+// firstColumn is the first column of every row query returns, as text.
+func firstColumn(c *rawsqlite.Conn, query string) ([]string, error) {
+	q, _, err := c.Prepare(query)
 	if err != nil {
 		return nil, err
 	}
