@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -73,9 +74,6 @@ func (e *ForeignObjectsError) Error() string {
 	return b.String()
 }
 
-// fts5Shadows are the suffixes of an FTS5 table's shadow tables.
-var fts5Shadows = []string{"_data", "_idx", "_docsize", "_config", "_content"}
-
 // foldASCII lower-cases ASCII letters only, as SQLite compares names.
 func foldASCII(s string) string {
 	b := []byte(s)
@@ -86,21 +84,6 @@ func foldASCII(s string) string {
 	}
 	return string(b)
 }
-
-// serverNames are the server's tables, view, indexes and the indexes'
-// shadow tables, folded.
-var serverNames = func() map[string]bool {
-	m := make(map[string]bool)
-	for _, n := range ProtectedObjects {
-		m[foldASCII(n)] = true
-	}
-	for _, ix := range []string{IndexEvents, IndexCheckpoints} {
-		for _, sfx := range fts5Shadows {
-			m[foldASCII(ix+sfx)] = true
-		}
-	}
-	return m
-}()
 
 // ownObjects maps the folded name of each trigger, view and index the
 // server creates to its SQL as SQLite stores it (the statement without
@@ -171,7 +154,7 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		return ok && r.sql == want
 	}
 	for _, r := range rows {
-		server := serverNames[foldASCII(r.name)]
+		server := policy.IsProtected(r.name)
 		switch r.typ {
 		case "trigger":
 			if !own(r) {
@@ -216,12 +199,12 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		if !foreign {
 			return rawsqlite.AuthOK
 		}
-		if serverNames[foldASCII(current)] {
+		if policy.IsProtected(current) {
 			add("trigger", name, "runs on writes to "+current)
 		}
 		switch r.Action {
 		case rawsqlite.AuthRead, rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			if serverNames[foldASCII(r.Arg1)] {
+			if policy.IsProtected(r.Arg1) {
 				verb := map[int]string{rawsqlite.AuthRead: "reads ", rawsqlite.AuthInsert: "inserts into ", rawsqlite.AuthUpdate: "updates ", rawsqlite.AuthDelete: "deletes from "}[r.Action]
 				add("trigger", name, verb+r.Arg1)
 			}

@@ -58,15 +58,28 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("policy: unknown mode %q (want select, read, write or destructive)", s)
 }
 
+// The server's own objects, by name as in sqlite_schema: the one list of
+// them. Package memory creates them under these names; the worker, restore
+// and the person's view tell them from the agent's through [IsProtected]
+// and [IsServerObject].
+const (
+	TableEvents      = "memory_events"
+	TableCheckpoints = "memory_checkpoints"
+	TableQueryLog    = "query_log"
+	ViewQueryErrors  = "query_errors"
+	IndexEvents      = "memory_events_fts"
+	IndexCheckpoints = "memory_checkpoints_fts"
+)
+
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
-var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}
+var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
 
 // ServerIndexes are the server's full-text index of the memory (FTS5
 // tables with external content, SPEC 5.4): readable with MATCH, bm25(),
 // snippet() and highlight(), never written through SQL tools, FTS
 // commands included (an FTS command is an INSERT into the table).
-var ServerIndexes = [...]string{"memory_events_fts", "memory_checkpoints_fts"}
+var ServerIndexes = [...]string{IndexEvents, IndexCheckpoints}
 
 // fts5Shadows are the suffixes of an FTS5 table's shadow tables.
 var fts5Shadows = [...]string{"_data", "_idx", "_docsize", "_config", "_content"}

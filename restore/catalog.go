@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -39,9 +38,9 @@ type catalog struct {
 }
 
 // readCatalog reads schema's objects and marks the server's: those
-// policy.IsServerObject names, the memory layer's protected objects and
-// what is attached to them, and the shadow tables of a server virtual
-// table.
+// policy.IsServerObject names (the server's tables, view and full-text
+// indexes, and what is attached to them), and the shadow tables of a
+// server virtual table.
 func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error) {
 	c := &catalog{schema: schema, names: map[string]bool{}}
 	list := map[string]object{}
@@ -79,7 +78,7 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 		if l, ok := list[policy.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
 			o.list, o.withoutRowid = l.list, l.withoutRowid
 		}
-		o.server = policy.IsServerObject(o.name, o.tbl) || memoryObject(o.name) || memoryObject(o.tbl)
+		o.server = policy.IsServerObject(o.name, o.tbl)
 		c.objs = append(c.objs, o)
 	}
 	if err := rows.Err(); err != nil {
@@ -111,17 +110,6 @@ func (c *catalog) owner(name string) (object, bool) {
 		}
 	}
 	return best, found
-}
-
-// memoryObject reports whether name is one of the memory layer's own
-// objects.
-func memoryObject(name string) bool {
-	for _, p := range memory.ProtectedObjects {
-		if policy.SameName(name, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // agent returns the agent's objects of type typ ("" for all), in creation

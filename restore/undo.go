@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
@@ -44,7 +45,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.DryRun {
 		// The whole apply, every check included, rolled back.
-		applied, err := undo.Apply(db, o.Snapshot, undo.Options{Force: o.Force, Protected: memoryObject, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
+		applied, err := undo.Apply(db, o.Snapshot, undo.Options{Force: o.Force, Protected: policy.IsProtected, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
 		db.Close()
 		if err != nil {
 			return nil, busyOr(o.DB, o.BusyTimeout, err)
@@ -61,7 +62,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		db.Close()
 		return nil, fmt.Errorf("could not write the safety record of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
-	opt := undo.Options{Force: o.Force, Protected: memoryObject, Timeout: o.Timeout, MaxGrowth: growth, Safety: &undo.Safety{
+	opt := undo.Options{Force: o.Force, Protected: policy.IsProtected, Timeout: o.Timeout, MaxGrowth: growth, Safety: &undo.Safety{
 		Partial:   partial,
 		Taken:     started.UTC().Format("2006-01-02T15:04:05.000Z"),
 		Statement: "restore --db " + o.DB + " " + o.Snapshot + " (which put back what this changed: " + oneLine(info.Statement) + ")",

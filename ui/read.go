@@ -677,11 +677,6 @@ func (u *UI) serverObject(name, listType string, virtual []string) bool {
 	if strings.HasPrefix(policy.FoldName(name), "sqlite_") || policy.IsServerObject(name, name) {
 		return true
 	}
-	for _, p := range memory.ProtectedObjects {
-		if policy.SameName(name, p) {
-			return true
-		}
-	}
 	if listType == "shadow" {
 		return true
 	}
