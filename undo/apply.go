@@ -251,15 +251,11 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 	defer restoreGrowth()
-	if err := db.Exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := db.BeginImmediate()
+	if err != nil {
 		return res, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = db.Exec("ROLLBACK")
-		}
-	}()
+	defer tx.Rollback()
 	// Stopped before the rollback runs, which it must not interrupt.
 	b := startBudget(opt.Timeout, db, rec)
 	defer b.stop()
@@ -460,7 +456,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		safety = nil
 		res.Safety = kept
 	}
-	if err := db.Exec("COMMIT"); err != nil {
+	if err := tx.Commit(); err != nil {
 		if res.Safety != "" {
 			// A record of a change that never happened.
 			_ = os.Remove(res.Safety)
@@ -468,7 +464,6 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		}
 		return res, err
 	}
-	committed = true
 	return res, nil
 }
 

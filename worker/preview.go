@@ -181,15 +181,11 @@ func (ex *executor) truncatedTables(st *rawsqlite.Stmt) ([]string, error) {
 // a harmless write the request lets commit) and measures what it changed.
 // The write lock is held only while it runs.
 func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRun, truncated []string) (*ipc.Response, error) {
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
+	defer tx.Rollback()
 	p := &ipc.Preview{}
 	if s := ex.req.Snapshot; s != nil && s.Keep > 0 {
 		// A full copy is the whole file; an undo record costs what the
@@ -250,10 +246,9 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 		return nil, err
 	}
 	if ex.req.Preview.CommitIfHarmless && ex.req.Snapshot == nil && harmless(p) {
-		if err := ex.exec("COMMIT"); err != nil {
+		if err := tx.Commit(); err != nil {
 			return nil, err
 		}
-		committed = true
 		return ex.written(sum, changes, returning, nil), nil
 	}
 	return &ipc.Response{Text: "ok: dry run rolled back", Rows: changes, Preview: p}, nil

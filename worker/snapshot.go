@@ -65,7 +65,8 @@ func (ex *executor) snapshot() (string, error) {
 	}
 	path := c.path
 	afterCopyHook()
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return "", err
 	}
 	now, err := ex.scalarInt("PRAGMA data_version")
@@ -77,7 +78,7 @@ func (ex *executor) snapshot() (string, error) {
 		}
 	}
 	if err != nil {
-		_ = ex.exec("ROLLBACK")
+		tx.Rollback()
 		return "", err
 	}
 	rotate(s.Dir, s.Stem, s.Keep, path, ex)

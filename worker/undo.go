@@ -146,7 +146,8 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 	}
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
 	t := &taken{kind: ipc.SnapshotUndo, why: why, partial: filepath.Join(s.Dir, partial), started: time.Now()}
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		restart()
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 	plan.Skip = policy.IsProtected
 	t.rec, err = undo.Begin(ex.conn, t.partial, plan)
 	if err != nil {
-		_ = ex.exec("ROLLBACK")
+		tx.Rollback()
 		restart()
 		var full *undo.FullCopyNeeded
 		if errors.As(err, &full) {

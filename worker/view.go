@@ -53,15 +53,11 @@ func (ex *executor) createView() (*ipc.Response, error) {
 		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("view %s already exists; pass replace=true to replace it (the previous definition is kept in query_log)", v.Name))
 	}
 
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
+	defer tx.Rollback()
 	if prevType == "view" {
 		if err := ex.exec("DROP VIEW " + rawsqlite.QuoteIdent(v.Name)); err != nil {
 			return nil, err
@@ -78,10 +74,9 @@ func (ex *executor) createView() (*ipc.Response, error) {
 	if err := ex.readBack(v.Name); err != nil {
 		return nil, err
 	}
-	if err := ex.exec("COMMIT"); err != nil {
+	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
-	committed = true
 	if prevType == "view" {
 		return &ipc.Response{
 			Text:   fmt.Sprintf("ok: view %s replaced; the previous definition is kept in query_log", v.Name),
