@@ -98,7 +98,8 @@ var ownObjects = func() map[string]string {
 	return m
 }()
 
-type masterRow struct{ typ, name, table, sql string }
+// masterRow is one row of sqlite_master.
+type masterRow = rawsqlite.SchemaObject
 
 // checkForeign runs the start check on the database at path (see above)
 // and returns a *ForeignObjectsError when it finds foreign objects.
@@ -122,23 +123,10 @@ func checkForeign(path string) error {
 }
 
 func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
-	var rows []masterRow
-	q, _, err := c.Prepare(`SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_master`)
+	rows, err := c.Schema()
 	if err != nil {
 		return nil, err
 	}
-	for {
-		ok, err := q.Step()
-		if err != nil {
-			q.Finalize()
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		rows = append(rows, masterRow{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2), q.ColumnText(3)})
-	}
-	q.Finalize()
 
 	why := make(map[string]map[string]bool) // "type\x00name" -> reasons
 	types := make(map[string]string)        // folded trigger name -> its row's name
@@ -150,19 +138,19 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		why[k][reason] = true
 	}
 	own := func(r masterRow) bool {
-		want, ok := ownObjects[foldASCII(r.name)]
-		return ok && r.sql == want
+		want, ok := ownObjects[foldASCII(r.Name)]
+		return ok && r.SQL == want
 	}
 	for _, r := range rows {
-		server := policy.IsProtected(r.name)
-		switch r.typ {
+		server := policy.IsProtected(r.Name)
+		switch r.Type {
 		case "trigger":
 			if !own(r) {
-				types[foldASCII(r.name)] = r.name
+				types[foldASCII(r.Name)] = r.Name
 			}
 		case "view":
 			if server && !own(r) {
-				add("view", r.name, "holds the name of a server object")
+				add("view", r.Name, "holds the name of a server object")
 			}
 		case "table":
 			// A server name held by a table of another shape is
@@ -173,13 +161,13 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 			if !server {
 				continue
 			}
-			idx, err := indexesOf(c, r.name)
+			idx, err := indexesOf(c, r.Name)
 			if err != nil {
 				return nil, err
 			}
 			for _, name := range idx {
-				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{"index", name, r.name, sql}) {
-					add("index", name, "is an index on "+r.name+", which the server did not create")
+				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{Type: "index", Name: name, Table: r.Name, SQL: sql}) {
+					add("index", name, "is an index on "+r.Name+", which the server did not create")
 				}
 			}
 		}
@@ -216,10 +204,10 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 	}
 	defer func() { _ = c.SetAuthorizer(nil) }()
 	for _, r := range rows {
-		if (r.typ != "table" && r.typ != "view") || strings.HasPrefix(strings.ToUpper(r.sql), "CREATE VIRTUAL TABLE") {
+		if (r.Type != "table" && r.Type != "view") || strings.HasPrefix(strings.ToUpper(r.SQL), "CREATE VIRTUAL TABLE") {
 			continue
 		}
-		cols, err := columnsOf(c, r.name)
+		cols, err := columnsOf(c, r.Name)
 		if err != nil || len(cols) == 0 {
 			continue
 		}
@@ -227,8 +215,8 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		for i, col := range cols {
 			sets[i] = rawsqlite.QuoteIdent(col) + " = " + rawsqlite.QuoteIdent(col)
 		}
-		t := "main." + rawsqlite.QuoteIdent(r.name)
-		current = r.name
+		t := "main." + rawsqlite.QuoteIdent(r.Name)
+		current = r.Name
 		for _, stmt := range []string{
 			"INSERT INTO " + t + " DEFAULT VALUES",
 			"UPDATE " + t + " SET " + strings.Join(sets, ", "),
@@ -293,8 +281,8 @@ func firstColumn(c *rawsqlite.Conn, query string) ([]string, error) {
 // sqlOf finds the SQL of the object of type typ named name.
 func sqlOf(rows []masterRow, typ, name string) (string, bool) {
 	for _, r := range rows {
-		if r.typ == typ && foldASCII(r.name) == foldASCII(name) {
-			return r.sql, true
+		if r.Type == typ && foldASCII(r.Name) == foldASCII(name) {
+			return r.SQL, true
 		}
 	}
 	return "", false

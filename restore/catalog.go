@@ -61,7 +61,7 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "+rawsqlite.QuoteIdent(schema)+".sqlite_schema ORDER BY rowid")
+	rows, err = q.QueryContext(ctx, rawsqlite.SchemaQuery(schema))
 	if err != nil {
 		return nil, fmt.Errorf("read the schema of %s: %w", schema, err)
 	}

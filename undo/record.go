@@ -505,11 +505,13 @@ func (r *Recorder) Abort() {
 // SQLite's automatic indexes or its own tables).
 func readSchema(db *rawsqlite.Conn) (map[string]object, error) {
 	out := map[string]object{}
-	err := each(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", func(st *rawsqlite.Stmt) error {
-		o := object{Type: st.ColumnText(0), Name: st.ColumnText(1), Table: st.ColumnText(2), SQL: st.ColumnText(3)}
-		out[o.key()] = o
-		return nil
-	})
+	rows, err := db.Schema()
+	for _, r := range rows {
+		if r.SQL != "" && !hasSQLitePrefix(r.Name) {
+			o := object(r)
+			out[o.key()] = o
+		}
+	}
 	return out, err
 }
 

@@ -27,15 +27,18 @@ func (ex *executor) objects() ([]object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objs []object
-	err = ex.each("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY rowid", func(st *rawsqlite.Stmt) error {
-		o := object{typ: st.ColumnText(0), name: st.ColumnText(1), table: st.ColumnText(2), sql: st.ColumnText(3)}
+	rows, err := ex.conn.Schema()
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]object, 0, len(rows))
+	for _, r := range rows {
+		o := object{typ: r.Type, name: r.Name, table: r.Table, sql: r.SQL}
 		o.shadow = shadow[policy.FoldName(o.name)]
 		o.system = policy.IsServerObject(o.name, o.table)
 		objs = append(objs, o)
-		return nil
-	})
-	return objs, err
+	}
+	return objs, nil
 }
 
 // listTables answers list_tables: CSV name,type,system,rows, or the
