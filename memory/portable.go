@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
@@ -409,7 +409,7 @@ func placeImport(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("memory: import: %w", err)
 	}
-	dirsync.Sync(filepath.Dir(path))
+	osfile.SyncDir(filepath.Dir(path))
 	return nil
 }
 

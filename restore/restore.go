@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	hold, err := lockExclusive(o.DB)
-	serving := errors.Is(err, filelock.ErrHeld)
+	serving := errors.Is(err, osfile.ErrHeld)
 	if err != nil && !(serving && o.DryRun && !fresh) {
 		var he *heldError
 		if errors.As(err, &he) {
@@ -245,9 +245,9 @@ func lockExclusive(db string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := filelock.Exclusive(f); err != nil {
+	if err := osfile.LockExclusive(f); err != nil {
 		f.Close()
-		if errors.Is(err, filelock.ErrHeld) {
+		if errors.Is(err, osfile.ErrHeld) {
 			return nil, &heldError{db: db}
 		}
 		return nil, err
@@ -262,7 +262,7 @@ func (e *heldError) Error() string {
 	return fmt.Sprintf("a server is using %s (it holds the file's lock)%s; stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed (restore --dry-run works while it runs)", e.db, e.holders)
 }
 
-func (e *heldError) Is(target error) bool { return target == filelock.ErrHeld }
+func (e *heldError) Is(target error) bool { return target == osfile.ErrHeld }
 
 // holdersText names the processes that have the database open, for a
 // refusal: " (open in mcp-sqlite-memory (pid 12))", or "".

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -132,7 +132,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		// The statement's time ran out while it compiled.
 		return snapshotCopy{}, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
-	if err := dirsync.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := osfile.MkdirAll(s.Dir, 0o700); err != nil {
 		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
 	}
 	c := snapshotCopy{
@@ -277,7 +277,7 @@ func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
 // fresh partial name in it for a snapshot of stem, which retention and the
 // leftover sweep know (restore writes its safety undo record there).
 func NewPartial(dir, stem string) (string, error) {
-	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
+	if err := osfile.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
 	}
 	name, err := partialName(&ipc.Snapshot{Dir: dir, Stem: stem})
@@ -327,7 +327,7 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
 			}
-			dirsync.Sync(dir)
+			osfile.SyncDir(dir)
 			return path, nil
 		}
 		taken = taken.Add(time.Millisecond)

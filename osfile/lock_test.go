@@ -1,4 +1,4 @@
-package filelock
+package osfile
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ func TestLocksConflict(t *testing.T) {
 		first, second take
 		want          error
 	}{
-		{"two servers share a database", Shared, Shared, nil},
-		{"restore waits for a server", Shared, Exclusive, ErrHeld},
-		{"a server waits for restore", Exclusive, Shared, ErrHeld},
-		{"one Litestream at a time", Exclusive, Exclusive, ErrHeld},
+		{"two servers share a database", LockShared, LockShared, nil},
+		{"restore waits for a server", LockShared, LockExclusive, ErrHeld},
+		{"a server waits for restore", LockExclusive, LockShared, ErrHeld},
+		{"one Litestream at a time", LockExclusive, LockExclusive, ErrHeld},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "db")
@@ -47,28 +47,28 @@ func TestDowngrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := open(t, path), open(t, path)
-	if err := Exclusive(a); err != nil {
+	if err := LockExclusive(a); err != nil {
 		t.Fatal(err)
 	}
-	if err := Shared(b); !errors.Is(err, ErrHeld) {
+	if err := LockShared(b); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a second server beside the exclusive lock: %v, want ErrHeld", err)
 	}
-	if err := Downgrade(a); err != nil {
+	if err := DowngradeLock(a); err != nil {
 		t.Fatalf("downgrade: %v", err)
 	}
-	if err := Shared(b); err != nil {
+	if err := LockShared(b); err != nil {
 		t.Fatalf("a second server once the lock is shared: %v", err)
 	}
 	c := open(t, path)
-	if err := Exclusive(c); !errors.Is(err, ErrHeld) {
+	if err := LockExclusive(c); !errors.Is(err, ErrHeld) {
 		t.Fatalf("restore beside the downgraded lock: %v, want ErrHeld", err)
 	}
 	b.Close()
-	if err := Exclusive(c); !errors.Is(err, ErrHeld) {
+	if err := LockExclusive(c); !errors.Is(err, ErrHeld) {
 		t.Fatalf("restore while the downgraded lock is still held: %v, want ErrHeld", err)
 	}
 	a.Close()
-	if err := Exclusive(c); err != nil {
+	if err := LockExclusive(c); err != nil {
 		t.Fatalf("restore once both servers closed: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package filelock
+package osfile
 
 import (
 	"errors"

@@ -1,8 +1,4 @@
-// Package dirsync makes changes to folders durable: a rename into a
-// folder, and folders just created, survive a power loss only once the
-// folder holding the new name has been synced (fsync of the directory on
-// Unix; NTFS journals names itself). See filelock/DESIGN.md.
-package dirsync
+package osfile
 
 import (
 	"errors"
@@ -34,6 +30,6 @@ func MkdirAll(dir string, perm fs.FileMode) error {
 		}
 		return err
 	}
-	Sync(parent)
+	SyncDir(parent)
 	return nil
 }

@@ -1,4 +1,4 @@
-package dirsync
+package osfile
 
 import (
 	"os"
