@@ -8,8 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // Bulk results: how a multi-megabyte text (an export) reaches stdout.

@@ -20,9 +20,9 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // Instructions are sent to the agent when it connects.

@@ -19,6 +19,9 @@
 // for clients older than protocol 2026-07-28. The request goes out through
 // the writer and the client's response, read by the loop, is routed back
 // to the waiting handler by its id.
+//
+// It lives under server, which alone uses it, and imports nothing of the
+// project (mcp-go only): the tools and their wording stay in server.
 package mcpstdio
 
 import (
