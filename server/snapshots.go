@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -39,7 +40,7 @@ func (s *Server) removeSnapshotLeftovers() {
 	if s.cfg.SnapshotDir == "" {
 		return
 	}
-	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
+	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, config.Stem(s.dbPath)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("could not remove what a stopped snapshot left", "file", p, "error", err)
 			continue
@@ -79,7 +80,7 @@ func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, er
 		return skip("snapshots are disabled (--snapshots 0)")
 	}
 	req := s.request(ipc.OpSnapshot, "read")
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots}
 	resp, err := s.run(c, req)
 	if err != nil {
 		if ctx.Err() != nil {

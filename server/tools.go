@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
@@ -198,7 +199,7 @@ func (s *Server) readQueryParams() params {
 // own words.
 func (s *Server) describeTableParams() params {
 	desc := "table or view name"
-	if s.cfg.Profile == ProfileReadonly {
+	if s.cfg.Profile == config.ProfileReadonly {
 		desc = "table name from list_tables"
 	}
 	return params{{name: "table", kind: text, required: true, query: true, desc: desc}}
@@ -257,7 +258,7 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	c.detail["reason"] = reason
 	req := s.request(ipc.OpQuery, "destructive")
 	req.SQL = q
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots,
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots,
 		Mode: s.cfg.SnapshotMode, FullMB: s.cfg.SnapshotFullMB, Reason: reason}
 	return s.confirmed(c, "destructive_query", req, reason, argsDigest("destructive_query", q, reason), true)
 }
@@ -278,7 +279,7 @@ func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, err
 		return outcome{}, err
 	}
 	// The readonly profile answers its own JSON shape under its policy.
-	readonly := s.cfg.Profile == ProfileReadonly
+	readonly := s.cfg.Profile == config.ProfileReadonly
 	mode := "read"
 	if readonly {
 		mode = "select"

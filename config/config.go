@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -219,10 +219,10 @@ func options() []option {
 	}
 }
 
-// ParseConfig reads the environment, then flags (which win), and checks the
+// Parse reads the environment, then flags (which win), and checks the
 // result. Problems come back as *UsageError naming what to type instead.
 // Positional arguments left after the flags are returned.
-func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (*Config, []string, error) {
+func Parse(args []string, getenv func(string) string, usage io.Writer) (*Config, []string, error) {
 	opts := options()
 	c := &Config{}
 	for _, o := range opts {
