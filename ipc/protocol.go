@@ -127,10 +127,6 @@ const (
 	SnapshotUndo = "undo" // an undo record; SnapshotFull (preview.go) a copy
 )
 
-// PartialSuffix ends the name of every snapshot still being written; a
-// file with it is never a complete snapshot.
-const PartialSuffix = ".partial"
-
 // View is create_view's request.
 type View struct {
 	Name        string `json:"name"`

@@ -15,11 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
@@ -49,7 +48,7 @@ type Options struct {
 	// DryRun prints what the restore would change and changes nothing.
 	DryRun bool
 	// Force applies an undo record over rows changed since it was taken
-	// (see undo.Options.Force).
+	// (see snapshot.Options.Force).
 	Force       bool
 	Out         io.Writer // the plan and the outcome, for a person
 	Log         hclog.Logger
@@ -75,8 +74,8 @@ const (
 // Result is what a restore did.
 type Result struct {
 	Plan   *Plan
-	Undo   *undo.Result // set when the snapshot was an undo record
-	Safety string       // the safety snapshot ("" when there was nothing to keep)
+	Undo   *snapshot.Result // set when the snapshot was an undo record
+	Safety string           // the safety snapshot ("" when there was nothing to keep)
 	Event  memory.Event
 }
 
@@ -200,7 +199,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // Snapshot kinds. A full copy is any SQLite database; an undo record
-// (SPEC 5.6, package undo) is told apart by its own tables and applied by
+// (SPEC 5.6, package snapshot) is told apart by its own tables and applied by
 // undoRecord.
 const (
 	kindFull = "full snapshot"
@@ -224,11 +223,11 @@ func kindOf(src *rawsqlite.Conn, path string) (string, error) {
 			return "", fmt.Errorf("%s is not a SQLite database; pick a file from the snapshot folder (<stem>.<time>Z.db)", path)
 		}
 		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultCorrupt {
-			return "", &undo.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
+			return "", &snapshot.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
 		}
 		return "", fmt.Errorf("read the snapshot %s: %w", path, err)
 	}
-	if undo.IsRecord(path) {
+	if snapshot.IsRecord(path) {
 		return kindUndo, nil
 	}
 	return kindFull, nil
@@ -332,7 +331,7 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, snapshotFault(err)
 	}
 	// The snapshot is untrusted: what it would create is checked first.
-	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+	if err := snapshot.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	plan, err := makePlan(ctx, tx, cur, snap, false)
@@ -525,7 +524,7 @@ func planWhole(ctx context.Context, o Options, fresh bool) (*Plan, error) {
 	// The whole file becomes the snapshot's: its agent objects obey the
 	// rules of any restore, and its server triggers and views must be the
 	// server's own.
-	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+	if err := snapshot.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	if err := checkServerObjects(ctx, snap); err != nil {
@@ -542,7 +541,7 @@ func safetySnapshot(o Options) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag)
+	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag)
 	if err != nil {
 		return "", fmt.Errorf("could not write the safety snapshot of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
@@ -555,7 +554,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	summary := res.Plan.summary()
 	switch {
 	case res.Undo != nil:
-		what = "applied the undo record " + o.Snapshot + " of: " + undo.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
+		what = "applied the undo record " + o.Snapshot + " of: " + snapshot.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
 		summary = undoSummary(res.Undo)
 	case res.Plan.Everything:
 		what = "restored the whole file from " + o.Snapshot + " (--everything)"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // partialName is a fresh name for a snapshot being written:
@@ -18,7 +19,7 @@ import (
 func partialName(stem string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return stem + "." + hex.EncodeToString(b[:]) + ipc.PartialSuffix
+	return stem + "." + hex.EncodeToString(b[:]) + snapshot.PartialSuffix
 }
 
 // removePartial removes the partial file of a request whose worker has
@@ -40,7 +41,7 @@ func (s *Server) removeSnapshotLeftovers() {
 	if s.cfg.SnapshotDir == "" {
 		return
 	}
-	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, config.Stem(s.dbPath)) {
+	for _, p := range snapshot.Leftovers(s.cfg.SnapshotDir, config.Stem(s.dbPath)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("could not remove what a stopped snapshot left", "file", p, "error", err)
 			continue

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // snapshotPages is what one backup step copies (4 MiB of 4 KiB pages):
@@ -36,7 +37,7 @@ var (
 // returns with the write transaction the statement runs in already begun,
 // so that the snapshot holds exactly the state the statement starts from.
 //
-// The copy is written under a partial name (ending in ipc.PartialSuffix),
+// The copy is written under a partial name (ending in snapshot.PartialSuffix),
 // synced, and renamed only when complete, so a file with a snapshot's name
 // is always a whole snapshot. Whatever stops the copy removes the partial
 // file here; when the worker is killed, the front removes it (it chose the
@@ -235,10 +236,10 @@ func partialName(s *ipc.Snapshot) (string, error) {
 		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
 	}
 	if s.Partial == "" {
-		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ipc.PartialSuffix, nil
+		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + snapshot.PartialSuffix, nil
 	}
-	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, ipc.PartialSuffix) {
-		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
+	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, snapshot.PartialSuffix) {
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, snapshot.PartialSuffix))
 	}
 	return s.Partial, nil
 }
@@ -248,7 +249,7 @@ func plainName(name string) bool {
 }
 
 // FullSnapshot copies the database of src with SQLite's online backup API
-// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or ipc.PreRestoreTag) under a
+// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or snapshot.PreRestoreTag) under a
 // partial name, syncs it and renames it when complete, as
 // destructive_query's snapshots are written, and returns its path. It
 // removes no other snapshot: retention runs with the next
@@ -288,7 +289,7 @@ func NewPartial(dir, stem string) (string, error) {
 }
 
 // KeepSnapshot is keepSnapshot for a snapshot written outside a worker:
-// tag must be one of ipc.SnapshotTags.
+// tag must be one of snapshot.Tags.
 func KeepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	if err := checkSnapshotName(stem, tag); err != nil {
 		return "", err
@@ -298,7 +299,7 @@ func KeepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 
 // checkSnapshotName refuses a stem and tag that make no snapshot name.
 func checkSnapshotName(stem, tag string) error {
-	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
+	if !plainName(stem) || !slices.Contains(snapshot.Tags, tag) {
 		return fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
 	}
 	return nil
@@ -322,7 +323,7 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 	// Two snapshots in one millisecond (two servers on one file) must not
 	// replace each other.
 	for range 1000 {
-		path := filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))
+		path := filepath.Join(dir, snapshot.FileName(stem, tag, taken))
 		if nameFree(dir, stem, taken) {
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err
@@ -338,8 +339,8 @@ func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
 // nameFree reports whether no snapshot of stem of any tag was taken at
 // taken: snapshots of all kinds share one history, one snapshot per stamp.
 func nameFree(dir, stem string, taken time.Time) bool {
-	for _, tag := range ipc.SnapshotTags {
-		if _, err := os.Lstat(filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))); !errors.Is(err, os.ErrNotExist) {
+	for _, tag := range snapshot.Tags {
+		if _, err := os.Lstat(filepath.Join(dir, snapshot.FileName(stem, tag, taken))); !errors.Is(err, os.ErrNotExist) {
 			return false
 		}
 	}
@@ -364,7 +365,7 @@ const futureSkew = time.Minute
 // answer. The snapshot just written is never removed, whatever names
 // surround it. Partial files are not snapshots and do not count; neither
 // does a snapshot with a journal beside it (an incomplete one from a
-// version that wrote snapshots in place), which ipc.SnapshotLeftovers
+// version that wrote snapshots in place), which snapshot.Leftovers
 // reports.
 func rotate(dir, stem string, keep int, kept string, ex *executor) {
 	entries, err := os.ReadDir(dir)
@@ -376,14 +377,14 @@ func rotate(dir, stem string, keep int, kept string, ex *executor) {
 		names[e.Name()] = true
 	}
 	just := filepath.Base(kept)
-	ref, ok := ipc.SnapshotStamp(just, stem)
+	ref, ok := snapshot.Stamp(just, stem)
 	if !ok || filepath.Dir(kept) != filepath.Clean(dir) {
 		// Not a snapshot of this folder: judge names by the clock.
 		ref, just = time.Now().UTC(), ""
 	}
 	var complete, foreign []string
 	for n := range names {
-		stamp, ok := ipc.SnapshotStamp(n, stem)
+		stamp, ok := snapshot.Stamp(n, stem)
 		switch {
 		case !ok || names[n+"-journal"] || n == just:
 		case stamp.After(ref.Add(futureSkew)):

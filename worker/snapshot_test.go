@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // bigDB is testDB plus about 12 MB of rows, so a snapshot takes several
@@ -80,7 +80,7 @@ func TestSnapshot(t *testing.T) {
 		names := dirNames(t, dir)
 		var complete []string
 		for _, n := range names {
-			if ipc.IsSnapshotName(n, "w") && !slices.Contains(stale, n) {
+			if snapshot.IsName(n, "w") && !slices.Contains(stale, n) {
 				complete = append(complete, n)
 			}
 		}
@@ -102,7 +102,7 @@ func TestSnapshot(t *testing.T) {
 		if n := strings.Count(frames.String(), `"phase":"statement"`); n != 3 {
 			t.Fatalf("%d statement frames, want 3", n)
 		}
-		got := ipc.SnapshotLeftovers(dir, "w")
+		got := snapshot.Leftovers(dir, "w")
 		want := []string{filepath.Join(dir, stale[1]), filepath.Join(dir, stale[2]), filepath.Join(dir, stale[0])}
 		if !slices.Equal(got, want) {
 			t.Fatalf("leftovers %v, want %v", got, want)
@@ -225,7 +225,7 @@ func TestSnapshot(t *testing.T) {
 				t.Errorf("%+v: got %v", s, err)
 			}
 		}
-		if name, err := partialName(&ipc.Snapshot{Stem: "w"}); err != nil || !strings.HasPrefix(name, "w.") || !strings.HasSuffix(name, ipc.PartialSuffix) {
+		if name, err := partialName(&ipc.Snapshot{Stem: "w"}); err != nil || !strings.HasPrefix(name, "w.") || !strings.HasSuffix(name, snapshot.PartialSuffix) {
 			t.Errorf("made-up name %q, %v", name, err)
 		}
 	})
@@ -299,8 +299,8 @@ func TestIsSnapshotName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ipc.IsSnapshotName(tt.name, "memory"); got != tt.want {
-				t.Fatalf("ipc.IsSnapshotName(%q) = %v, want %v", tt.name, got, tt.want)
+			if got := snapshot.IsName(tt.name, "memory"); got != tt.want {
+				t.Fatalf("snapshot.IsName(%q) = %v, want %v", tt.name, got, tt.want)
 			}
 		})
 	}
@@ -396,9 +396,9 @@ func TestSnapshotNow(t *testing.T) {
 // while older snapshots rotate as before.
 func TestRotationKeepsWhatItWrote(t *testing.T) {
 	now := time.Now().UTC()
-	name := func(d time.Duration, tag string) string { return ipc.SnapshotFileName("w", tag, now.Add(d)) }
-	future := []string{name(24*time.Hour, ""), name(48*time.Hour, ""), name(72*time.Hour, ipc.UndoTag), name(96*time.Hour, ""), name(365*24*time.Hour, ipc.PreRestoreTag)}
-	old := []string{name(-3*time.Hour, ""), name(-2*time.Hour, ipc.UndoTag), name(-time.Hour, "")}
+	name := func(d time.Duration, tag string) string { return snapshot.FileName("w", tag, now.Add(d)) }
+	future := []string{name(24*time.Hour, ""), name(48*time.Hour, ""), name(72*time.Hour, snapshot.UndoTag), name(96*time.Hour, ""), name(365*24*time.Hour, snapshot.PreRestoreTag)}
+	old := []string{name(-3*time.Hour, ""), name(-2*time.Hour, snapshot.UndoTag), name(-time.Hour, "")}
 	within := name(30*time.Second, "") // another server's, inside the skew
 	tests := []struct {
 		name      string
@@ -451,7 +451,7 @@ func TestSnapshotAmongFutureFiles(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "snaps")
 			os.MkdirAll(dir, 0o700)
 			for i := range 5 {
-				n := ipc.SnapshotFileName("w", "", time.Now().Add(time.Duration(i+1)*24*time.Hour))
+				n := snapshot.FileName("w", "", time.Now().Add(time.Duration(i+1)*24*time.Hour))
 				os.WriteFile(filepath.Join(dir, n), []byte("planted"), 0o600)
 			}
 			req := request(db, op, "destructive", "DELETE FROM t WHERE id = 1")

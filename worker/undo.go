@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // undoRecordHook runs after an undo record is written and before it is
@@ -25,7 +25,7 @@ type taken struct {
 	kind    string // ipc.SnapshotFull or ipc.SnapshotUndo
 	why     string // why this kind, for the audit row
 	path    string
-	rec     *undo.Recorder
+	rec     *snapshot.Recorder
 	partial string
 	started time.Time
 	bytes   int64
@@ -70,7 +70,7 @@ func (ex *executor) beforeDestructive() (*taken, error) {
 	}
 	if wantUndo {
 		t, err := ex.beginUndo(why)
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if !errors.As(err, &full) {
 			return t, err
 		}
@@ -122,7 +122,7 @@ func (ex *executor) databaseBytes() (int64, error) {
 }
 
 // beginUndo takes the write lock, copies what the statement will drop or
-// alter into a new record and starts recording. *undo.FullCopyNeeded
+// alter into a new record and starts recording. *snapshot.FullCopyNeeded
 // means the statement needs a full copy instead; nothing is left then.
 //
 // The statement's clock stops while the copies are made, as for a full
@@ -151,13 +151,13 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 		restart()
 		return nil, err
 	}
-	plan := undo.PlanFrom(ex.actions)
+	plan := snapshot.PlanFrom(ex.actions)
 	plan.Skip = policy.IsProtected
-	t.rec, err = undo.Begin(ex.conn, t.partial, plan)
+	t.rec, err = snapshot.Begin(ex.conn, t.partial, plan)
 	if err != nil {
 		tx.Rollback()
 		restart()
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if errors.As(err, &full) {
 			return nil, err
 		}
@@ -180,9 +180,9 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 		err = ex.keepUndo(t)
 	case outOfMemory(runErr):
 		// The session keeps every old row; a full copy needs no memory.
-		err = &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+		err = &snapshot.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
 	}
-	var full *undo.FullCopyNeeded
+	var full *snapshot.FullCopyNeeded
 	if !errors.As(err, &full) {
 		if err != nil {
 			t.abort()
@@ -214,10 +214,10 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 // only the partial file, which the front removes.
 func (ex *executor) keepUndo(t *taken) error {
 	s := ex.req.Snapshot
-	sum, err := t.rec.Finish(undo.Info{Taken: t.started.UTC().Format("2006-01-02T15:04:05.000Z"), Statement: ex.req.SQL, Reason: s.Reason})
+	sum, err := t.rec.Finish(snapshot.Info{Taken: t.started.UTC().Format("2006-01-02T15:04:05.000Z"), Statement: ex.req.SQL, Reason: s.Reason})
 	if err != nil {
 		t.abort()
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if errors.As(err, &full) {
 			return err
 		}
@@ -225,12 +225,12 @@ func (ex *executor) keepUndo(t *taken) error {
 			return err // the statement's time ran out: TIMEOUT
 		}
 		if outOfMemory(err) {
-			return &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+			return &snapshot.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
 		}
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()
-	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, ipc.UndoTag, t.started)
+	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, snapshot.UndoTag, t.started)
 	if err != nil {
 		t.abort()
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())

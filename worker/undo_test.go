@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 func undoRequest(db, dir, mode string, fullMB int, sql string) *ipc.Request {
@@ -81,7 +81,7 @@ func TestUndoSnapshot(t *testing.T) {
 			if tt.kind != ipc.SnapshotUndo {
 				continue
 			}
-			rec, err := undo.ReadRecord(path)
+			rec, err := snapshot.ReadRecord(path)
 			if err != nil || rec.Statement != "DELETE FROM t WHERE id = 2" || rec.Reason != "tidy up" || rec.Tables != "t" || rec.Rows != 1 {
 				t.Fatalf("record %+v, %v", rec, err)
 			}
@@ -89,7 +89,7 @@ func TestUndoSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = undo.Apply(c, path, undo.Options{})
+			_, err = snapshot.Apply(c, path, snapshot.Options{})
 			c.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +121,7 @@ func TestUndoSnapshot(t *testing.T) {
 				if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.HasSuffix(path, "Z.db") || !strings.Contains(resp.Detail["snapshot_why"].(string), tt.why) {
 					t.Fatalf("%+v", resp)
 				}
-				if names := dirNames(t, dir); len(names) != 1 || undo.IsRecord(path) {
+				if names := dirNames(t, dir); len(names) != 1 || snapshot.IsRecord(path) {
 					t.Fatalf("snapshot folder %v", names)
 				}
 			})

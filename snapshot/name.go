@@ -1,4 +1,4 @@
-package ipc
+package snapshot
 
 import (
 	"os"
@@ -11,6 +11,10 @@ import (
 // The names of the files in the snapshot folder, which the front and the
 // worker both read: a worker writes <stem>.<random>.partial and renames it
 // to <stem>.<stamp>Z<tag>.db when it is complete (PartialSuffix).
+
+// PartialSuffix ends the name of every snapshot still being written; a
+// file with it is never a complete snapshot.
+const PartialSuffix = ".partial"
 
 // stampLayout is the time in a snapshot's name; it sorts by name in time
 // order.
@@ -26,31 +30,31 @@ const PreRestoreTag = ".pre-restore"
 // undo; SPEC 5.6). It counts toward retention like a full copy.
 const UndoTag = ".undo"
 
-// SnapshotTags are the name parts a snapshot may carry between its stamp
+// Tags are the name parts a snapshot may carry between its stamp
 // and ".db" ("" for destructive_query's and the snapshot tool's).
-var SnapshotTags = []string{"", PreRestoreTag, UndoTag}
+var Tags = []string{"", PreRestoreTag, UndoTag}
 
-// SnapshotFileName is the name of the snapshot of stem taken at taken,
-// with tag (one of SnapshotTags): <stem>.<stamp>Z<tag>.db.
-func SnapshotFileName(stem, tag string, taken time.Time) string {
+// FileName is the name of the snapshot of stem taken at taken,
+// with tag (one of Tags): <stem>.<stamp>Z<tag>.db.
+func FileName(stem, tag string, taken time.Time) string {
 	return stem + "." + taken.UTC().Format(stampLayout) + "Z" + tag + ".db"
 }
 
-// IsSnapshotName reports whether name (a file name, no folder) is
-// <stem>.<stamp>Z<tag>.db for one of SnapshotTags, as retention counts
+// IsName reports whether name (a file name, no folder) is
+// <stem>.<stamp>Z<tag>.db for one of Tags, as retention counts
 // them. The stamp comes first, so names sort in time order whatever their
 // tag.
-func IsSnapshotName(name, stem string) bool {
-	_, ok := SnapshotStamp(name, stem)
+func IsName(name, stem string) bool {
+	_, ok := Stamp(name, stem)
 	return ok
 }
 
-// SnapshotStamp is the time in the name of a snapshot of stem (UTC), and
+// Stamp is the time in the name of a snapshot of stem (UTC), and
 // whether name is one. The name is only what a file says of itself: a
 // planted file, or one written before the clock was set back, may carry
 // any time.
-func SnapshotStamp(name, stem string) (time.Time, bool) {
-	for _, tag := range SnapshotTags {
+func Stamp(name, stem string) (time.Time, bool) {
+	for _, tag := range Tags {
 		end := "Z" + tag + ".db"
 		if !strings.HasPrefix(name, stem+".") || !strings.HasSuffix(name, end) || len(name) < len(stem)+1+len(end) {
 			continue
@@ -62,13 +66,13 @@ func SnapshotStamp(name, stem string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// SnapshotLeftovers lists what stopped snapshots of stem left in dir:
+// Leftovers lists what stopped snapshots of stem left in dir:
 // partial files (and any journal of theirs), and snapshots that an older
 // version wrote in place and never finished (a hot journal beside them),
 // with that journal. Call it only while no worker of any server may be
 // writing a snapshot of this database: a partial file of a running
 // snapshot looks the same.
-func SnapshotLeftovers(dir, stem string) []string {
+func Leftovers(dir, stem string) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -83,7 +87,7 @@ func SnapshotLeftovers(dir, stem string) []string {
 		switch {
 		case strings.HasPrefix(base, stem+".") && strings.HasSuffix(base, PartialSuffix):
 			out = append(out, filepath.Join(dir, n))
-		case IsSnapshotName(base, stem) && names[base+"-journal"]:
+		case IsName(base, stem) && names[base+"-journal"]:
 			// The snapshot and its journal are both listed, once each.
 			out = append(out, filepath.Join(dir, n))
 		}

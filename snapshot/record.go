@@ -1,22 +1,4 @@
-// Package undo writes and applies undo records: snapshots that cost what a
-// statement changes rather than what the database holds (SPEC 5.6).
-//
-// An undo record is a SQLite file. It holds the inverted changeset of one
-// statement (SQLite's session extension, every table attached, so rows
-// changed by triggers and foreign-key actions are in it), a whole copy
-// (definition and rows) of every table the statement drops or alters, and
-// the definitions of the indexes, views and triggers it drops or changes.
-// Opened with sqlite3 it shows what it holds:
-//
-//	sqlite> SELECT * FROM undo_info;     -- statement, reason, time, tables, rows
-//	sqlite> SELECT * FROM undo_rows;     -- rows put back per table
-//	sqlite> SELECT * FROM undo_schema;   -- objects dropped and recreated
-//
-// The worker records ([Begin], then [Recorder.Finish]) inside the write
-// transaction the statement runs in; [Apply] puts the rows and objects back
-// in one transaction and refuses, naming them, when rows it would put back
-// were changed since.
-package undo
+package snapshot
 
 import (
 	"errors"
