@@ -74,17 +74,6 @@ func (e *ForeignObjectsError) Error() string {
 	return b.String()
 }
 
-// foldASCII lower-cases ASCII letters only, as SQLite compares names.
-func foldASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // ownObjects maps the folded name of each trigger, view and index the
 // server creates to its SQL as SQLite stores it (the statement without
 // "IF NOT EXISTS").
@@ -92,7 +81,7 @@ var ownObjects = func() map[string]string {
 	m := make(map[string]string)
 	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
 		if mm := ddlName.FindStringSubmatch(stmt); mm != nil && !strings.HasPrefix(stmt, "CREATE TABLE") {
-			m[foldASCII(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
+			m[rawsqlite.FoldName(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
 		}
 	}
 	return m
@@ -138,7 +127,7 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		why[k][reason] = true
 	}
 	own := func(r masterRow) bool {
-		want, ok := ownObjects[foldASCII(r.Name)]
+		want, ok := ownObjects[rawsqlite.FoldName(r.Name)]
 		return ok && r.SQL == want
 	}
 	for _, r := range rows {
@@ -146,7 +135,7 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		switch r.Type {
 		case "trigger":
 			if !own(r) {
-				types[foldASCII(r.Name)] = r.Name
+				types[rawsqlite.FoldName(r.Name)] = r.Name
 			}
 		case "view":
 			if server && !own(r) {
@@ -183,7 +172,7 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		if r.Trigger == "" {
 			return rawsqlite.AuthOK
 		}
-		name, foreign := types[foldASCII(r.Trigger)]
+		name, foreign := types[rawsqlite.FoldName(r.Trigger)]
 		if !foreign {
 			return rawsqlite.AuthOK
 		}
@@ -281,7 +270,7 @@ func firstColumn(c *rawsqlite.Conn, query string) ([]string, error) {
 // sqlOf finds the SQL of the object of type typ named name.
 func sqlOf(rows []masterRow, typ, name string) (string, bool) {
 	for _, r := range rows {
-		if r.Type == typ && foldASCII(r.Name) == foldASCII(name) {
+		if r.Type == typ && rawsqlite.FoldName(r.Name) == rawsqlite.FoldName(name) {
 			return r.SQL, true
 		}
 	}

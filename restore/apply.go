@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -126,7 +125,7 @@ func storedColumns(ctx context.Context, q querier, table string) ([]string, erro
 // anyway and is copied as a column).
 func rowidAlias(cols []string) string {
 	for _, alias := range []string{"rowid", "_rowid_", "oid"} {
-		if !slices.ContainsFunc(cols, func(c string) bool { return policy.SameName(c, alias) }) {
+		if !slices.ContainsFunc(cols, func(c string) bool { return rawsqlite.SameName(c, alias) }) {
 			return alias
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
@@ -101,7 +100,7 @@ func checkServerObjects(ctx context.Context, snap *catalog) error {
 			return err
 		}
 		for _, o := range fresh {
-			own[o.typ+"\x00"+policy.FoldName(o.name)] = o.sql
+			own[o.typ+"\x00"+rawsqlite.FoldName(o.name)] = o.sql
 		}
 		return nil
 	}()
@@ -112,7 +111,7 @@ func checkServerObjects(ctx context.Context, snap *catalog) error {
 		if !o.server || (o.typ != "trigger" && o.typ != "view") {
 			continue
 		}
-		if sql, ok := own[o.typ+"\x00"+policy.FoldName(o.name)]; !ok || sql != o.sql {
+		if sql, ok := own[o.typ+"\x00"+rawsqlite.FoldName(o.name)]; !ok || sql != o.sql {
 			return &snapshot.HostileError{Source: "snapshot", What: fmt.Sprintf("%s %s on %s is not one the server creates: %s", o.typ, snapshot.Printable(o.name), snapshot.Printable(o.tbl), snapshot.Printable(oneLine(o.sql)))}
 		}
 	}

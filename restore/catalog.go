@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // querier is what the catalogue and the plan read through: the restore's
@@ -38,7 +38,7 @@ type catalog struct {
 }
 
 // readCatalog reads schema's objects and marks the server's: those
-// policy.IsServerObject names (the server's tables, view and full-text
+// snapshot.IsServerObject names (the server's tables, view and full-text
 // indexes, and what is attached to them), and the shadow tables of a
 // server virtual table.
 func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error) {
@@ -55,7 +55,7 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 			rows.Close()
 			return nil, err
 		}
-		list[policy.FoldName(name)] = object{list: typ, withoutRowid: wr != 0}
+		list[rawsqlite.FoldName(name)] = object{list: typ, withoutRowid: wr != 0}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -71,14 +71,14 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 		if err := rows.Scan(&o.typ, &o.name, &o.tbl, &o.sql); err != nil {
 			return nil, err
 		}
-		c.names[policy.FoldName(o.name)] = true
+		c.names[rawsqlite.FoldName(o.name)] = true
 		if hasSQLitePrefix(o.name) {
 			continue // SQLite's own: sqlite_sequence, sqlite_stat*, autoindexes
 		}
-		if l, ok := list[policy.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
+		if l, ok := list[rawsqlite.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
 			o.list, o.withoutRowid = l.list, l.withoutRowid
 		}
-		o.server = policy.IsServerObject(o.name, o.tbl)
+		o.server = snapshot.IsServerObject(o.name, o.tbl)
 		c.objs = append(c.objs, o)
 	}
 	if err := rows.Err(); err != nil {
@@ -97,14 +97,14 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 // owner is the virtual table whose shadow table name is: the longest
 // virtual table name that name starts with, followed by "_".
 func (c *catalog) owner(name string) (object, bool) {
-	n := policy.FoldName(name)
+	n := rawsqlite.FoldName(name)
 	var best object
 	found := false
 	for _, o := range c.objs {
 		if o.list != "virtual" {
 			continue
 		}
-		p := policy.FoldName(o.name) + "_"
+		p := rawsqlite.FoldName(o.name) + "_"
 		if strings.HasPrefix(n, p) && (!found || len(o.name) > len(best.name)) {
 			best, found = o, true
 		}
@@ -127,7 +127,7 @@ func (c *catalog) agent(typ string) []object {
 // find returns the object named name (any type).
 func (c *catalog) find(name string) (object, bool) {
 	for _, o := range c.objs {
-		if policy.SameName(o.name, name) {
+		if rawsqlite.SameName(o.name, name) {
 			return o, true
 		}
 	}
@@ -136,10 +136,10 @@ func (c *catalog) find(name string) (object, bool) {
 
 // has reports whether the schema has a table named name, SQLite's own
 // included.
-func (c *catalog) has(name string) bool { return c.names[policy.FoldName(name)] }
+func (c *catalog) has(name string) bool { return c.names[rawsqlite.FoldName(name)] }
 
 func hasSQLitePrefix(name string) bool {
-	return len(name) >= 7 && policy.FoldName(name[:7]) == "sqlite_"
+	return len(name) >= 7 && rawsqlite.FoldName(name[:7]) == "sqlite_"
 }
 
 // count is the number of rows of schema.name.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -53,7 +52,7 @@ func makePlan(ctx context.Context, q querier, cur, snap *catalog, everything boo
 	seen := map[string]bool{}
 	for _, c := range []*catalog{cur, snap} {
 		for _, o := range c.agent("table") {
-			key := policy.FoldName(o.name)
+			key := rawsqlite.FoldName(o.name)
 			if o.list == "shadow" || seen[key] {
 				continue
 			}

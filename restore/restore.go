@@ -19,7 +19,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // testHookLocked runs where a whole-file copy holds the write lock;
@@ -541,7 +540,7 @@ func safetySnapshot(o Options) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag)
+	path, err := snapshot.FullCopy(c, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag)
 	if err != nil {
 		return "", fmt.Errorf("could not write the safety snapshot of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}

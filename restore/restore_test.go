@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // agentSchema is one of every kind of agent object restore must bring
@@ -62,7 +61,7 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err = worker.FullSnapshot(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
+	snap, err = snapshot.FullCopy(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
 	c.Close()
 	if err != nil {
 		t.Fatal(err)

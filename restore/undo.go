@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
 )
 
 // undoRecord applies an undo record (snapshot.Apply: one transaction, rows
@@ -44,7 +42,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.DryRun {
 		// The whole apply, every check included, rolled back.
-		applied, err := snapshot.Apply(db, o.Snapshot, snapshot.Options{Force: o.Force, Protected: policy.IsProtected, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
+		applied, err := snapshot.Apply(db, o.Snapshot, snapshot.Options{Force: o.Force, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
 		db.Close()
 		if err != nil {
 			return nil, busyOr(o.DB, o.BusyTimeout, err)
@@ -56,17 +54,17 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	// The state the apply replaces is kept as an undo record of the apply
 	// itself, which costs what the apply changes; a record that drops or
 	// recreates objects gets a full safety copy instead.
-	partial, err := worker.NewPartial(o.SnapshotDir, stem(o.DB))
+	partial, err := snapshot.NewPartial(o.SnapshotDir, stem(o.DB))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("could not write the safety record of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
-	opt := snapshot.Options{Force: o.Force, Protected: policy.IsProtected, Timeout: o.Timeout, MaxGrowth: growth, Safety: &snapshot.Safety{
+	opt := snapshot.Options{Force: o.Force, Timeout: o.Timeout, MaxGrowth: growth, Safety: &snapshot.Safety{
 		Partial:   partial,
 		Taken:     started.UTC().Format("2006-01-02T15:04:05.000Z"),
 		Statement: "restore --db " + o.DB + " " + o.Snapshot + " (which put back what this changed: " + oneLine(info.Statement) + ")",
 		Keep: func(p string) (string, error) {
-			return worker.KeepSnapshot(p, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag, started)
+			return snapshot.Keep(p, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag, started)
 		},
 	}}
 	applied, err := snapshot.Apply(db, o.Snapshot, opt)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -18,9 +19,6 @@ type Options struct {
 	// Force overwrites rows and objects that were changed since the
 	// record was taken, instead of refusing.
 	Force bool
-	// Protected reports tables an undo must never touch (the server's
-	// own); a record that would is refused, also with Force.
-	Protected func(table string) bool
 	// Safety, when set, asks Apply to record its own changes as an undo
 	// record of their own, the safety copy of the state it replaces, at
 	// Safety.Partial (a new file); Safety.Keep syncs and names it before
@@ -203,7 +201,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	if err != nil {
 		return res, hostileRead(err)
 	}
-	if err := checkSteps(rec, steps, opt.Protected); err != nil {
+	if err := checkSteps(rec, steps); err != nil {
 		return res, err
 	}
 	// Every table the changeset names, checked before anything runs: the
@@ -212,7 +210,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	var order []string
 	var csRows int64
 	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
-		if IsServerName(ch.Table) || (opt.Protected != nil && opt.Protected(ch.Table)) {
+		if IsServerName(ch.Table) {
 			return hostile("its changeset would change %s, which belongs to the server or to SQLite", Printable(ch.Table))
 		}
 		if _, ok := shapes[ch.Table]; !ok {
@@ -277,7 +275,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	restored := func(typ, name string) bool {
 		cur, ok := now[object{Type: typ, Name: name}.key()]
 		for _, s := range steps {
-			if ok && s.action == "create" && fold(s.typ) == fold(typ) && fold(s.name) == fold(name) && s.sql == cur.SQL {
+			if ok && s.action == "create" && rawsqlite.FoldName(s.typ) == rawsqlite.FoldName(typ) && rawsqlite.FoldName(s.name) == rawsqlite.FoldName(name) && s.sql == cur.SQL {
 				return true
 			}
 		}
@@ -402,7 +400,7 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	}
 	var safety *Recorder
 	if opt.Safety != nil {
-		plan := Plan{Skip: opt.Protected}
+		plan := Plan{Skip: policy.IsProtected}
 		for t := range shapes {
 			plan.Writes = append(plan.Writes, t)
 		}
@@ -482,8 +480,8 @@ func willDrop(steps []step, cur object) bool {
 		if s.action != "drop" {
 			continue
 		}
-		if (fold(s.typ) == fold(cur.Type) && fold(s.name) == fold(cur.Name)) ||
-			(s.typ == "table" && cur.Type != "view" && fold(s.name) == fold(cur.Table)) {
+		if (rawsqlite.FoldName(s.typ) == rawsqlite.FoldName(cur.Type) && rawsqlite.FoldName(s.name) == rawsqlite.FoldName(cur.Name)) ||
+			(s.typ == "table" && cur.Type != "view" && rawsqlite.FoldName(s.name) == rawsqlite.FoldName(cur.Table)) {
 			return true
 		}
 	}

@@ -47,7 +47,7 @@ var stepTypes = map[string]string{"table": "TABLE", "index": "INDEX", "view": "V
 // checkSteps refuses undo_schema rows the recorder never writes, before
 // anything runs: unknown actions or types, server names, copies that are
 // not tables of the record.
-func checkSteps(rec *rawsqlite.Conn, steps []step, protected func(string) bool) error {
+func checkSteps(rec *rawsqlite.Conn, steps []step) error {
 	for _, s := range steps {
 		if s.action != "drop" && s.action != "create" {
 			return hostile("undo_schema has action %s (want drop or create)", Printable(s.action))
@@ -56,7 +56,7 @@ func checkSteps(rec *rawsqlite.Conn, steps []step, protected func(string) bool) 
 			return hostile("undo_schema names an object of type %s", Printable(s.typ))
 		}
 		for _, n := range []string{s.name, s.table} {
-			if IsServerName(n) || (protected != nil && protected(n)) {
+			if IsServerName(n) {
 				return hostile("it would %s %s %s on %s, which belongs to the server or to SQLite", s.action, s.typ, Printable(s.name), Printable(s.table))
 			}
 		}

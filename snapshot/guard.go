@@ -36,6 +36,12 @@ func hostile(format string, args ...any) *HostileError {
 	return &HostileError{What: fmt.Sprintf(format, args...)}
 }
 
+// IsServerObject reports whether the schema entry name (of table tbl)
+// belongs to the server rather than the agent, as policy.IsServerObject
+// decides from policy's one list of the server's objects. restore reads
+// snapshots and their catalogues through this package alone.
+func IsServerObject(name, tbl string) bool { return policy.IsServerObject(name, tbl) }
+
 // IsServerName reports names no record or snapshot may create, change or
 // reference: the server's tables and view, its full-text index and the
 // index's shadow tables, Litestream's tables, and SQLite's own (sqlite_*).
@@ -44,7 +50,7 @@ func IsServerName(name string) bool {
 }
 
 func hasSQLitePrefix(name string) bool {
-	return len(name) >= 7 && fold(name[:7]) == "sqlite_"
+	return len(name) >= 7 && rawsqlite.FoldName(name[:7]) == "sqlite_"
 }
 
 // deniedFunctions load native code or touch files.
@@ -87,7 +93,7 @@ func (g *guard) authorize(r rawsqlite.AuthRequest) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if r.Trigger != "" {
-		g.triggers[fold(r.Trigger)] = true
+		g.triggers[rawsqlite.FoldName(r.Trigger)] = true
 	}
 	if why := g.decide(r); why != "" {
 		if g.violation == "" {
@@ -113,7 +119,7 @@ func (g *guard) decide(r rawsqlite.AuthRequest) string {
 		if n == "" || !IsServerName(n) {
 			continue
 		}
-		if g.viewReads && r.Action == rawsqlite.AuthRead && fold(n) != "sqlite_dbpage" {
+		if g.viewReads && r.Action == rawsqlite.AuthRead && rawsqlite.FoldName(n) != "sqlite_dbpage" {
 			continue // a view reads; only triggers and writes are refused
 		}
 		if hasSQLitePrefix(n) && g.sqliteOwn(r, n) {
@@ -131,18 +137,18 @@ func (g *guard) decide(r rawsqlite.AuthRequest) string {
 	case rawsqlite.AuthPragma:
 		// SQLite's session extension defers foreign keys while it applies.
 		// R*Tree reads the page size as it creates its table.
-		if !readPragmas[fold(r.Arg1)] && !(r.Trigger == "" && fold(r.Arg1) == "defer_foreign_keys") && !(r.Arg2Null && fold(r.Arg1) == "page_size") {
+		if !readPragmas[rawsqlite.FoldName(r.Arg1)] && !(r.Trigger == "" && rawsqlite.FoldName(r.Arg1) == "defer_foreign_keys") && !(r.Arg2Null && rawsqlite.FoldName(r.Arg1) == "page_size") {
 			return "it runs PRAGMA " + Printable(r.Arg1) + where
 		}
 	case rawsqlite.AuthFunction:
-		if deniedFunctions[fold(r.Arg2)] {
+		if deniedFunctions[rawsqlite.FoldName(r.Arg2)] {
 			return "it calls " + Printable(r.Arg2) + "()" + where
 		}
 	case rawsqlite.AuthCreateTempIndex, rawsqlite.AuthCreateTempTable, rawsqlite.AuthCreateTempTrigger, rawsqlite.AuthCreateTempView,
 		rawsqlite.AuthDropTempIndex, rawsqlite.AuthDropTempTable, rawsqlite.AuthDropTempTrigger, rawsqlite.AuthDropTempView:
 		return "it creates or drops a temporary object" + where
 	case rawsqlite.AuthCreateVTable, rawsqlite.AuthDropVTable:
-		if m := fold(r.Arg2); !g.vtabs || (m != "fts5" && m != "rtree") {
+		if m := rawsqlite.FoldName(r.Arg2); !g.vtabs || (m != "fts5" && m != "rtree") {
 			return fmt.Sprintf("it creates or drops virtual table %s (module %s)%s", Printable(r.Arg1), Printable(r.Arg2), where)
 		}
 	}
@@ -153,10 +159,10 @@ func (g *guard) decide(r rawsqlite.AuthRequest) string {
 // the restore itself do at top level: the schema table's rows, the
 // AUTOINCREMENT counters and ANALYZE's statistics of dropped tables.
 func (g *guard) sqliteOwn(r rawsqlite.AuthRequest, n string) bool {
-	if r.Trigger != "" || fold(n) == "sqlite_dbpage" {
+	if r.Trigger != "" || rawsqlite.FoldName(n) == "sqlite_dbpage" {
 		return false
 	}
-	switch f := fold(n); {
+	switch f := rawsqlite.FoldName(n); {
 	case f == "sqlite_master" || f == "sqlite_schema":
 		return r.Action == rawsqlite.AuthInsert || r.Action == rawsqlite.AuthUpdate || r.Action == rawsqlite.AuthDelete || r.Action == rawsqlite.AuthRead
 	case f == "sqlite_sequence":
@@ -252,19 +258,19 @@ func checkedCreate(c *rawsqlite.Conn, g *guard, o Object) error {
 			}
 			created++
 			okKind := a.Action == want || (vtab && a.Action == rawsqlite.AuthCreateVTable)
-			if !okKind || !policy.SameName(a.Arg1, o.Name) {
+			if !okKind || !rawsqlite.SameName(a.Arg1, o.Name) {
 				return hostile("the SQL declared as %s creates something else: %s", o.label(), Printable(oneLine(o.SQL)))
 			}
-			if (a.Action == rawsqlite.AuthCreateIndex || a.Action == rawsqlite.AuthCreateTrigger) && o.Table != "" && !policy.SameName(a.Arg2, o.Table) {
+			if (a.Action == rawsqlite.AuthCreateIndex || a.Action == rawsqlite.AuthCreateTrigger) && o.Table != "" && !rawsqlite.SameName(a.Arg2, o.Table) {
 				return hostile("the SQL declared as %s on %s is on %s", o.label(), Printable(o.Table), Printable(a.Arg2))
 			}
 		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			if !hasSQLitePrefix(a.Arg1) && !(vtab && strings.HasPrefix(fold(a.Arg1), fold(o.Name)+"_")) {
+			if !hasSQLitePrefix(a.Arg1) && !(vtab && strings.HasPrefix(rawsqlite.FoldName(a.Arg1), rawsqlite.FoldName(o.Name)+"_")) {
 				return hostile("the SQL declared as %s writes %s: %s", o.label(), Printable(a.Arg1), Printable(oneLine(o.SQL)))
 			}
 		case rawsqlite.AuthSelect, rawsqlite.AuthRead, rawsqlite.AuthRecursive:
 			// A generated column reads its own table.
-			if o.Type == "table" && !vtab && !(a.Action == rawsqlite.AuthRead && (hasSQLitePrefix(a.Arg1) || policy.SameName(a.Arg1, o.Name))) {
+			if o.Type == "table" && !vtab && !(a.Action == rawsqlite.AuthRead && (hasSQLitePrefix(a.Arg1) || rawsqlite.SameName(a.Arg1, o.Name))) {
 				return hostile("the SQL declared as %s runs a query (CREATE TABLE ... AS SELECT): %s", o.label(), Printable(oneLine(o.SQL)))
 			}
 		}
@@ -312,14 +318,14 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 			}
 		case "trigger":
 			triggers = append(triggers, o)
-			tables[fold(o.Table)] = true
+			tables[rawsqlite.FoldName(o.Table)] = true
 		}
 	}
 	for _, o := range triggers {
-		if !tables[fold(o.Table)] {
+		if !tables[rawsqlite.FoldName(o.Table)] {
 			continue
 		}
-		delete(tables, fold(o.Table))
+		delete(tables, rawsqlite.FoldName(o.Table))
 		cols, _, err := storedColumns(c, o.Table)
 		if err != nil {
 			return err
@@ -339,7 +345,7 @@ func probe(c *rawsqlite.Conn, g *guard, objs []Object) error {
 		}
 	}
 	for _, o := range triggers {
-		if !g.triggers[fold(o.Name)] {
+		if !g.triggers[rawsqlite.FoldName(o.Name)] {
 			return hostile("the body of %s could not be checked (no statement on %s compiles it)", o.label(), Printable(o.Table))
 		}
 	}

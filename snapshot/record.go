@@ -40,7 +40,7 @@ type object struct {
 	Type, Name, Table, SQL string
 }
 
-func (o object) key() string { return o.Type + "\x00" + fold(o.Name) }
+func (o object) key() string { return o.Type + "\x00" + rawsqlite.FoldName(o.Name) }
 
 // Recorder records one statement. Begin it inside the statement's write
 // transaction, before the statement runs; Finish it after the statement
@@ -95,7 +95,7 @@ func Begin(db *rawsqlite.Conn, path string, plan Plan) (r *Recorder, err error) 
 		if err := r.copyTable(t, name); err != nil {
 			return r, err
 		}
-		r.copied[fold(t)] = name
+		r.copied[rawsqlite.FoldName(t)] = name
 	}
 	r.session, err = db.NewSession(r.records)
 	return r, err
@@ -110,7 +110,7 @@ CREATE TABLE undo_changeset(seq INTEGER PRIMARY KEY, data BLOB);`
 // records is the session's table filter: every table that existed before
 // the statement, but the copied ones, SQLite's own and the skipped ones.
 func (r *Recorder) records(table string) bool {
-	folded := fold(table)
+	folded := rawsqlite.FoldName(table)
 	if _, ok := r.copied[folded]; ok || strings.HasPrefix(folded, "sqlite_") {
 		return false
 	}
@@ -127,14 +127,14 @@ func (r *Recorder) records(table string) bool {
 func (r *Recorder) check() error {
 	kinds := map[string]string{}
 	err := each(r.db, "SELECT name, type FROM pragma_table_list WHERE schema = 'main'", func(st *rawsqlite.Stmt) error {
-		kinds[fold(st.ColumnText(0))] = st.ColumnText(1)
+		kinds[rawsqlite.FoldName(st.ColumnText(0))] = st.ColumnText(1)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, t := range append(append([]string{}, r.plan.Writes...), r.plan.Copy...) {
-		switch kinds[fold(t)] {
+		switch kinds[rawsqlite.FoldName(t)] {
 		case "virtual":
 			return &FullCopyNeeded{Reason: fmt.Sprintf("the statement changes virtual table %s, which the session extension cannot record", t)}
 		case "shadow":
@@ -143,10 +143,10 @@ func (r *Recorder) check() error {
 	}
 	copies := map[string]bool{}
 	for _, t := range r.plan.Copy {
-		copies[fold(t)] = true
+		copies[rawsqlite.FoldName(t)] = true
 	}
 	for _, t := range r.plan.Writes {
-		if copies[fold(t)] {
+		if copies[rawsqlite.FoldName(t)] {
 			continue // copied whole, not recorded by the session
 		}
 		cols, err := nullableKey(r.db, t)
@@ -231,7 +231,7 @@ func (r *Recorder) copyTable(t, name string) error {
 	}
 	if hasSeq > 0 {
 		err := each(r.db, "SELECT seq FROM sqlite_sequence WHERE name = ?1", func(st *rawsqlite.Stmt) error {
-			r.seq[fold(t)] = st.ColumnInt64(0)
+			r.seq[rawsqlite.FoldName(t)] = st.ColumnInt64(0)
 			return nil
 		}, t)
 		if err != nil {
@@ -335,7 +335,7 @@ func (r *Recorder) Finish(info Info) (Summary, error) {
 	}
 	for _, t := range r.plan.Copy {
 		tables[t] = true
-		n, err := scalar(r.rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(r.copied[fold(t)]))
+		n, err := scalar(r.rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(r.copied[rawsqlite.FoldName(t)]))
 		if err != nil {
 			return sum, err
 		}
@@ -385,7 +385,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	// A copied table is dropped and recreated with its rows, its indexes
 	// and its triggers, whatever the statement did to it.
 	for k, o := range r.before {
-		if _, copied := r.copied[fold(o.Table)]; copied && o.Type != "view" {
+		if _, copied := r.copied[rawsqlite.FoldName(o.Table)]; copied && o.Type != "view" {
 			recreate[k] = true
 			if a, ok := after[k]; ok && o.Type == "table" && !containsKey(drops, k) {
 				drops = append(drops, a)
@@ -395,7 +395,7 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	for k := range recreate {
 		o := r.before[k]
 		if o.Type == "table" {
-			if _, copied := r.copied[fold(o.Name)]; !copied {
+			if _, copied := r.copied[rawsqlite.FoldName(o.Name)]; !copied {
 				return nil, &FullCopyNeeded{Reason: fmt.Sprintf("the statement changed the definition of table %s, which it does not name (a rename rewrites the tables that refer to it)", o.Name)}
 			}
 		}
@@ -419,11 +419,11 @@ func (r *Recorder) writeSchema(after map[string]object) (tables []string, err er
 	}
 	for _, o := range creates {
 		var copyName, columns, seq any
-		if v, ok := r.seq[fold(o.Name)]; ok && o.Type == "table" {
+		if v, ok := r.seq[rawsqlite.FoldName(o.Name)]; ok && o.Type == "table" {
 			seq = v
 		}
 		if o.Type == "table" {
-			copyName = r.copied[fold(o.Name)]
+			copyName = r.copied[rawsqlite.FoldName(o.Name)]
 			cols, err := columnsOf(r.rec, copyName.(string))
 			if err != nil {
 				return nil, err
@@ -503,8 +503,8 @@ func PlanFrom(actions []rawsqlite.AuthRequest) Plan {
 	var p Plan
 	seen := map[string]bool{}
 	add := func(list *[]string, kind, t string) {
-		k := kind + fold(t)
-		if t == "" || strings.HasPrefix(fold(t), "sqlite_") || seen[k] {
+		k := kind + rawsqlite.FoldName(t)
+		if t == "" || strings.HasPrefix(rawsqlite.FoldName(t), "sqlite_") || seen[k] {
 			return
 		}
 		seen[k] = true

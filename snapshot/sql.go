@@ -112,7 +112,7 @@ var rowidNames = []string{"rowid", "_rowid_", "oid"}
 func storedColumns(c *rawsqlite.Conn, t string) (cols []string, rowid string, err error) {
 	taken := map[string]bool{}
 	err = each(c, "SELECT name, hidden FROM pragma_table_xinfo(?1)", func(st *rawsqlite.Stmt) error {
-		taken[fold(st.ColumnText(0))] = true
+		taken[rawsqlite.FoldName(st.ColumnText(0))] = true
 		if st.ColumnInt64(1) == 0 {
 			cols = append(cols, st.ColumnText(0))
 		}
@@ -145,15 +145,4 @@ func columnsOf(c *rawsqlite.Conn, t string) ([]string, error) {
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
-}
-
-// fold lower-cases ASCII letters only, as SQLite compares names.
-func fold(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

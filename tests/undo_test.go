@@ -105,7 +105,7 @@ func applyUndo(t testing.TB, db, rec string, force bool) (snapshot.Result, error
 	if err := c.BusyTimeout(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return snapshot.Apply(c, rec, snapshot.Options{Force: force, Protected: policy.IsProtected})
+	return snapshot.Apply(c, rec, snapshot.Options{Force: force})
 }
 
 func undoDB(t *testing.T) string {

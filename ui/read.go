@@ -673,14 +673,14 @@ func (u *UI) readTables(ctx context.Context) ([]object, error) {
 // serverObject reports whether a table or view is the server's: its own
 // tables and view, SQLite's, and the shadow tables of a virtual table.
 func (u *UI) serverObject(name, listType string, virtual []string) bool {
-	if strings.HasPrefix(policy.FoldName(name), "sqlite_") || policy.IsServerObject(name, name) {
+	if strings.HasPrefix(rawsqlite.FoldName(name), "sqlite_") || policy.IsServerObject(name, name) {
 		return true
 	}
 	if listType == "shadow" {
 		return true
 	}
 	for _, v := range virtual {
-		if strings.HasPrefix(policy.FoldName(name), policy.FoldName(v)+"_") && listType != "virtual" {
+		if strings.HasPrefix(rawsqlite.FoldName(name), rawsqlite.FoldName(v)+"_") && listType != "virtual" {
 			return true
 		}
 	}

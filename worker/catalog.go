@@ -34,7 +34,7 @@ func (ex *executor) objects() ([]object, error) {
 	objs := make([]object, 0, len(rows))
 	for _, r := range rows {
 		o := object{typ: r.Type, name: r.Name, table: r.Table, sql: r.SQL}
-		o.shadow = shadow[policy.FoldName(o.name)]
+		o.shadow = shadow[rawsqlite.FoldName(o.name)]
 		o.system = policy.IsServerObject(o.name, o.table)
 		objs = append(objs, o)
 	}
@@ -121,7 +121,7 @@ func (ex *executor) findTable(name string) (object, error) {
 		return object{}, err
 	}
 	for _, o := range objs {
-		if (o.typ == "table" || o.typ == "view") && policy.SameName(o.name, name) {
+		if (o.typ == "table" || o.typ == "view") && rawsqlite.SameName(o.name, name) {
 			return o, nil
 		}
 	}

@@ -267,7 +267,7 @@ func (ex *executor) capGrowth() error {
 func (ex *executor) shadowTables() (map[string]bool, error) {
 	shadow := map[string]bool{}
 	err := ex.each("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'", func(st *rawsqlite.Stmt) error {
-		shadow[policy.FoldName(st.ColumnText(0))] = true
+		shadow[rawsqlite.FoldName(st.ColumnText(0))] = true
 		return nil
 	})
 	return shadow, err

@@ -65,7 +65,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 	if r.Trigger == "" && r.DB == "main" {
 		switch r.Action {
 		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			f := policy.FoldName(r.Arg1)
+			f := rawsqlite.FoldName(r.Arg1)
 			w := d.writes[f]
 			if w == nil {
 				w = &tableWrite{name: r.Arg1}
@@ -79,7 +79,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 	if r.Trigger != "" {
 		switch r.Action {
 		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			t := policy.FoldName(r.Arg1)
+			t := rawsqlite.FoldName(r.Arg1)
 			if !slices.Contains(d.triggerWrites[t], r.Trigger) {
 				d.triggerWrites[t] = append(d.triggerWrites[t], r.Trigger)
 			}
@@ -98,7 +98,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 		o.Name = r.Arg2
 	}
 	for i, seen := range d.objects {
-		if seen.Action == o.Action && policy.FoldName(seen.Name) == policy.FoldName(o.Name) {
+		if seen.Action == o.Action && rawsqlite.FoldName(seen.Name) == rawsqlite.FoldName(o.Name) {
 			// DROP of a virtual table is reported as both kinds of drop.
 			if o.Type == "VIRTUAL TABLE" {
 				d.objects[i].Type = o.Type
@@ -288,12 +288,12 @@ func (ex *executor) tableChanges(d *dryRun, shadow map[string]bool, virtual []ip
 	dropped := map[string]bool{}
 	for _, o := range d.objects {
 		if o.Action == ipc.ObjectDrop {
-			dropped[policy.FoldName(o.Name)] = true
+			dropped[rawsqlite.FoldName(o.Name)] = true
 		}
 	}
 	changedOps := map[string]map[int]bool{}
 	for k := range d.rows {
-		f := policy.FoldName(k.table)
+		f := rawsqlite.FoldName(k.table)
 		if changedOps[f] == nil {
 			changedOps[f] = map[int]bool{}
 		}
@@ -303,7 +303,7 @@ func (ex *executor) tableChanges(d *dryRun, shadow map[string]bool, virtual []ip
 	sums := map[key]*ipc.TableChange{}
 	var order []key
 	for k, n := range d.rows {
-		f := policy.FoldName(k.table)
+		f := rawsqlite.FoldName(k.table)
 		if strings.HasPrefix(f, "sqlite_") || shadow[f] || dropped[f] {
 			continue
 		}
@@ -362,7 +362,7 @@ func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]boo
 		if via != "" {
 			return nil
 		}
-		parent := changedOps[policy.FoldName(st.ColumnText(0))]
+		parent := changedOps[rawsqlite.FoldName(st.ColumnText(0))]
 		onUpdate, onDelete := st.ColumnText(1), st.ColumnText(2)
 		if parent[rawsqlite.ChangeDelete] && actionChanges(onDelete, k.op) {
 			via = "ON DELETE " + onDelete
@@ -374,7 +374,7 @@ func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]boo
 	if err != nil || via != "" {
 		return via, nil, err
 	}
-	if names := d.triggerWrites[policy.FoldName(k.table)]; len(names) > 0 {
+	if names := d.triggerWrites[rawsqlite.FoldName(k.table)]; len(names) > 0 {
 		return "trigger " + strings.Join(names, ", "), names, nil
 	}
 	return "trigger", nil, nil
@@ -404,9 +404,9 @@ func (ex *executor) tableKinds() (tableKinds, error) {
 	k := tableKinds{shadow: map[string]bool{}, virtual: map[string]string{}}
 	err := ex.each("SELECT name, type FROM pragma_table_list WHERE schema='main' AND type IN ('shadow', 'virtual')", func(st *rawsqlite.Stmt) error {
 		if st.ColumnText(1) == "shadow" {
-			k.shadow[policy.FoldName(st.ColumnText(0))] = true
+			k.shadow[rawsqlite.FoldName(st.ColumnText(0))] = true
 		} else {
-			k.virtual[policy.FoldName(st.ColumnText(0))] = st.ColumnText(0)
+			k.virtual[rawsqlite.FoldName(st.ColumnText(0))] = st.ColumnText(0)
 		}
 		return nil
 	})
@@ -454,7 +454,7 @@ func (ex *executor) virtualWrites(d *dryRun, kinds tableKinds) []virtualCount {
 // counted (a module this SQLite lacks, say).
 func (ex *executor) virtualRows(name string, kinds tableKinds) int64 {
 	sql := "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name)
-	if kinds.shadow[policy.FoldName(name+"_docsize")] {
+	if kinds.shadow[rawsqlite.FoldName(name+"_docsize")] {
 		sql = "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name+"_docsize")
 	}
 	n, err := ex.scalarInt(sql)

@@ -230,12 +230,14 @@ func (ex *executor) keepUndo(t *taken) error {
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()
-	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, snapshot.UndoTag, t.started)
+	path, err := snapshot.Keep(t.partial, s.Dir, s.Stem, snapshot.UndoTag, t.started)
 	if err != nil {
 		t.abort()
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
 	}
 	t.rec, t.path, t.bytes, t.rows = nil, path, sum.Bytes, sum.Rows
-	rotate(s.Dir, s.Stem, s.Keep, path, ex)
+	if f := snapshot.Rotate(s.Dir, s.Stem, s.Keep, path, ex.log); len(f) > 0 {
+		ex.foreign = f
+	}
 	return nil
 }

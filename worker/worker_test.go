@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,28 +174,6 @@ func TestCreateView(t *testing.T) {
 	req.View = &ipc.View{Name: "w", Select: "DELETE FROM t"}
 	if resp := execute(req, log); resp.OK || resp.Code != errcode.ReadOnly {
 		t.Fatalf("writing select: %+v", resp)
-	}
-}
-
-func TestSnapshotRotation(t *testing.T) {
-	dir := t.TempDir()
-	// The oldest was opened by hand, which left its WAL companions; they
-	// go with it. A newer one's stay.
-	names := []string{"m.20260101T000000.000Z.db", "m.20260101T000000.000Z.db-wal", "m.20260101T000000.000Z.db-shm",
-		"m.20260101T000001.000Z.db", "m.20260101T000002.000Z.db", "m.20260101T000002.000Z.db-shm", "m.notes.txt", "other.20260101T000000.000Z.db"}
-	for _, n := range names {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rotate(dir, "m", 2, "", &executor{log: hclog.NewNullLogger()})
-	entries, _ := os.ReadDir(dir)
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if strings.Join(got, " ") != "m.20260101T000001.000Z.db m.20260101T000002.000Z.db m.20260101T000002.000Z.db-shm m.notes.txt other.20260101T000000.000Z.db" {
-		t.Fatalf("left %v", got)
 	}
 }
 
