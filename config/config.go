@@ -35,7 +35,7 @@ type Config struct {
 	Snapshots        int
 	SnapshotDir      string
 	SnapshotTimeout  time.Duration
-	SnapshotMode     string
+	SnapshotMode     ipc.SnapshotKind
 	SnapshotFullMB   int
 	Confirm          string
 	ConfirmTimeout   time.Duration
@@ -138,10 +138,10 @@ func options() []option {
 			c.SnapshotTimeout = time.Duration(f * float64(time.Second))
 			return nil
 		}},
-		{flag: "snapshot-mode", env: []string{"MCP_SQLITE_SNAPSHOT_MODE"}, def: ipc.SnapshotAuto, help: "what destructive_query snapshots: auto (an undo record of the statement's changes above --snapshot-full-mb, else a full copy), full (always a copy of the database) or undo (always an undo record)", apply: func(c *Config, v string) error {
-			switch v = strings.TrimSpace(v); v {
+		{flag: "snapshot-mode", env: []string{"MCP_SQLITE_SNAPSHOT_MODE"}, def: string(ipc.SnapshotAuto), help: "what destructive_query snapshots: auto (an undo record of the statement's changes above --snapshot-full-mb, else a full copy), full (always a copy of the database) or undo (always an undo record)", apply: func(c *Config, v string) error {
+			switch k := ipc.SnapshotKind(strings.TrimSpace(v)); k {
 			case ipc.SnapshotAuto, ipc.SnapshotFull, ipc.SnapshotUndo:
-				c.SnapshotMode = v
+				c.SnapshotMode = k
 				return nil
 			}
 			return errors.New("must be auto, full or undo")

@@ -446,7 +446,7 @@ func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 }
 
 // request starts a worker request with the configured caps and limits.
-func (s *Server) request(op, mode string) *ipc.Request {
+func (s *Server) request(op ipc.Op, mode ipc.Mode) *ipc.Request {
 	c := s.cfg
 	return &ipc.Request{
 		Op: op, Mode: mode, DB: s.dbPath, ReadOnlyFile: c.Profile == config.ProfileReadonly,

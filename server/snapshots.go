@@ -80,7 +80,7 @@ func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, er
 	if s.cfg.Snapshots <= 0 {
 		return skip("snapshots are disabled (--snapshots 0)")
 	}
-	req := s.request(ipc.OpSnapshot, "read")
+	req := s.request(ipc.OpSnapshot, ipc.ModeRead)
 	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots}
 	resp, err := s.run(c, req)
 	if err != nil {

@@ -159,7 +159,7 @@ func declareInnocuousFTSFunctions(c *rawsqlite.Conn) error {
 func modeOf(req *ipc.Request) string {
 	switch req.Op {
 	case ipc.OpQuery:
-		return req.Mode
+		return string(req.Mode)
 	case ipc.OpCreateView:
 		return policy.Write.String()
 	}

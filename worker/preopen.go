@@ -87,7 +87,7 @@ func readyAhead(log hclog.Logger) {
 	if preopened.readOnly {
 		mode = policy.Select
 	}
-	ex.req = &ipc.Request{Op: ipc.OpQuery, Mode: mode.String(), DB: preopened.path, SQL: warmQuery,
+	ex.req = &ipc.Request{Op: ipc.OpQuery, Mode: ipc.Mode(mode.String()), DB: preopened.path, SQL: warmQuery,
 		Caps: ipc.Caps{MaxRows: 1, MaxResultBytes: 32 << 10, MaxCellChars: 100}}
 	ex.log, ex.mode = log, mode
 	if err := ex.setup(); err != nil {

@@ -352,8 +352,8 @@ func TestSnapshotNow(t *testing.T) {
 // answer the path of a snapshot that exists, and say which files they did
 // not trust.
 func TestSnapshotAmongFutureFiles(t *testing.T) {
-	for _, op := range []string{ipc.OpQuery, ipc.OpSnapshot} {
-		t.Run(op, func(t *testing.T) {
+	for _, op := range []ipc.Op{ipc.OpQuery, ipc.OpSnapshot} {
+		t.Run(string(op), func(t *testing.T) {
 			db := testDB(t)
 			dir := filepath.Join(t.TempDir(), "snaps")
 			os.MkdirAll(dir, 0o700)

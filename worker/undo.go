@@ -22,8 +22,8 @@ var undoRecordHook = func() {}
 // set before the statement runs) or an undo record (rec set until the
 // record is kept, then path).
 type taken struct {
-	kind    string // ipc.SnapshotFull or ipc.SnapshotUndo
-	why     string // why this kind, for the audit row
+	kind    ipc.SnapshotKind // ipc.SnapshotFull or ipc.SnapshotUndo
+	why     string           // why this kind, for the audit row
 	path    string
 	rec     *snapshot.Recorder
 	partial string

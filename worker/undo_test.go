@@ -15,7 +15,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
-func undoRequest(db, dir, mode string, fullMB int, sql string) *ipc.Request {
+func undoRequest(db, dir string, mode ipc.SnapshotKind, fullMB int, sql string) *ipc.Request {
 	req := request(db, ipc.OpQuery, "destructive", sql)
 	req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "w", Keep: 3, Partial: "w.test.partial", Mode: mode, FullMB: fullMB, Reason: "tidy up"}
 	return req
@@ -59,7 +59,7 @@ func TestUndoSnapshot(t *testing.T) {
 	t.Run("auto takes a full copy of a small database and an undo record of a large one", func(t *testing.T) {
 		for _, tt := range []struct {
 			fullMB   int
-			kind     string
+			kind     ipc.SnapshotKind
 			suffix   string
 			whyMatch string
 		}{
@@ -145,7 +145,7 @@ func TestUndoSnapshot(t *testing.T) {
 		db := testDB(t)
 		dir := filepath.Join(t.TempDir(), "snaps")
 		var kept []string
-		for i, mode := range []string{ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo} {
+		for i, mode := range []ipc.SnapshotKind{ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo} {
 			req := undoRequest(db, dir, mode, 0, fmt.Sprintf("UPDATE t SET name = 'n%d'", i))
 			req.Snapshot.Keep = 3
 			resp := execute(req, log)

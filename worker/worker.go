@@ -198,7 +198,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	case ipc.OpSnapshot:
 		resp, err = ex.snapshotNow()
 	default:
-		err = errcode.New(errcode.InvalidArgument, "unknown op "+req.Op)
+		err = errcode.New(errcode.InvalidArgument, "unknown op "+string(req.Op))
 	}
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))

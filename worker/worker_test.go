@@ -43,7 +43,7 @@ func buildDB(t *testing.T, name string, stmts ...string) string {
 	return path
 }
 
-func request(db, op, mode, sql string) *ipc.Request {
+func request(db string, op ipc.Op, mode ipc.Mode, sql string) *ipc.Request {
 	return &ipc.Request{
 		Version: ipc.Version, Op: op, Mode: mode, DB: db, SQL: sql, Limit: 100,
 		Caps:   ipc.Caps{MaxRows: 1000, MaxResultBytes: 32768, MaxCellChars: 2000, MaxUpdateRows: 2},
@@ -53,9 +53,11 @@ func request(db, op, mode, sql string) *ipc.Request {
 
 func TestQuery(t *testing.T) {
 	tests := []struct {
-		name, mode, sql string
-		code            errcode.Code
-		text            string
+		name string
+		mode ipc.Mode
+		sql  string
+		code errcode.Code
+		text string
 	}{
 		{"csv", "read", "SELECT * FROM t ORDER BY id", "", "id,name,score\n1,a,1.5\n2,b,\n3,\"\",2.0\n# 3 rows"},
 		{"empty", "read", "  -- nothing\n", errcode.InvalidArgument, "the query is empty"},
@@ -189,9 +191,10 @@ func TestMainRefusesBadFrames(t *testing.T) {
 
 func TestSettingReads(t *testing.T) {
 	tests := []struct {
-		mode, sql string
-		code      errcode.Code
-		text      string
+		mode ipc.Mode
+		sql  string
+		code errcode.Code
+		text string
 	}{
 		{"read", "PRAGMA journal_mode", "", "journal_mode\nwal\n# 1 rows"},
 		{"read", "PRAGMA user_version", "", "user_version\n0\n# 1 rows"},
@@ -208,7 +211,7 @@ func TestSettingReads(t *testing.T) {
 		{"write", "EXPLAIN PRAGMA journal_mode = ''", errcode.Policy, "a PRAGMA with a value sets it"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode+" "+tt.sql, func(t *testing.T) {
+		t.Run(string(tt.mode)+" "+tt.sql, func(t *testing.T) {
 			db := testDB(t)
 			resp := execute(request(db, ipc.OpQuery, tt.mode, tt.sql), hclog.NewNullLogger())
 			if tt.code != "" {
@@ -228,7 +231,7 @@ func TestSettingReads(t *testing.T) {
 }
 
 func TestOffsetPastTheEnd(t *testing.T) {
-	for _, format := range []string{"csv", "json"} {
+	for _, format := range []ipc.Format{ipc.FormatCSV, ipc.FormatJSON} {
 		req := request(testDB(t), ipc.OpQuery, "read", "SELECT id FROM t ORDER BY id")
 		req.Format, req.Offset, req.Limit = format, 3, 2
 		resp := execute(req, hclog.NewNullLogger())
