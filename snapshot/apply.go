@@ -175,57 +175,15 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	if res.Record, err = readInfo(rec); err != nil {
 		return res, hostileRead(err)
 	}
-	var cs []byte
-	err = each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
-		if t := st.ColumnType(0); t != rawsqlite.TypeBlob && t != rawsqlite.TypeNull {
-			return hostile("undo_changeset holds a value that is not a changeset")
-		}
-		cs = append(cs, st.ColumnBlob(0)...)
-		return nil
-	})
+	cs, steps, err := readContents(rec)
 	if err != nil {
-		return res, hostileRead(err)
-	}
-	var steps []step
-	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
-		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
-		if st.ColumnType(7) == rawsqlite.TypeInteger {
-			s.seq, s.hasSeq = st.ColumnInt64(7), true
-		}
-		if c := st.ColumnText(6); c != "" {
-			s.columns = strings.Split(c, "\x1f")
-		}
-		steps = append(steps, s)
-		return nil
-	})
-	if err != nil {
-		return res, hostileRead(err)
-	}
-	if err := checkSteps(rec, steps); err != nil {
 		return res, err
 	}
 	// Every table the changeset names, checked before anything runs: the
 	// server's (the index's shadow tables too) and SQLite's are refused.
-	shapes := map[string]int{}
-	var order []string
-	var csRows int64
-	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
-		if IsServerName(ch.Table) {
-			return hostile("its changeset would change %s, which belongs to the server or to SQLite", Printable(ch.Table))
-		}
-		if _, ok := shapes[ch.Table]; !ok {
-			order = append(order, ch.Table)
-		}
-		shapes[ch.Table] = len(ch.PK)
-		csRows++
-		return nil
-	})
+	shapes, order, csRows, err := changesetTables(cs)
 	if err != nil {
-		var h *HostileError
-		if errors.As(err, &h) {
-			return res, err
-		}
-		return res, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
+		return res, err
 	}
 
 	if opt.Safety != nil && len(steps) > 0 {
@@ -264,101 +222,20 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	defer db.SetAuthorizer(nil)
 	defer func() { err = opt.budgetError(err, b) }()
 
-	now, err := readSchema(db)
+	skip, conflicts, err := planSteps(db, steps)
 	if err != nil {
 		return res, err
-	}
-	var conflicts []Conflict
-	// An object already as the record would recreate it is left alone (a
-	// record applied twice, or one whose statement never committed), and
-	// so is a drop of it.
-	restored := func(typ, name string) bool {
-		cur, ok := now[object{Type: typ, Name: name}.key()]
-		for _, s := range steps {
-			if ok && s.action == "create" && rawsqlite.FoldName(s.typ) == rawsqlite.FoldName(typ) && rawsqlite.FoldName(s.name) == rawsqlite.FoldName(name) && s.sql == cur.SQL {
-				return true
-			}
-		}
-		return false
-	}
-	skip := make([]bool, len(steps))
-	var drops []step
-	for i, s := range steps {
-		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
-		if s.action != "drop" {
-			continue
-		}
-		switch {
-		case !exists || restored(s.typ, s.name):
-			skip[i] = true
-		case cur.SQL != s.sql:
-			conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("the %s was changed since; now %s", s.typ, oneLine(cur.SQL))})
-		default:
-			drops = append(drops, s)
-		}
-	}
-	for i, s := range steps {
-		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
-		if s.action != "create" || !exists || willDrop(drops, cur) {
-			continue
-		}
-		if cur.SQL == s.sql {
-			skip[i] = true
-			continue
-		}
-		conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("a %s of this name exists again: %s", s.typ, oneLine(cur.SQL))})
 	}
 	if len(conflicts) > 0 && !opt.Force {
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
 	conflicts = nil
-	var created []Object
-	for i, s := range steps {
-		if skip[i] {
-			continue
-		}
-		switch s.action {
-		case "drop":
-			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
-				return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
-			}
-		case "create":
-			if opt.Force {
-				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
-					return res, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
-				}
-			}
-			o := Object{Type: s.typ, Name: s.name, Table: s.table, SQL: s.sql}
-			if err := checkedCreate(db, g, o); err != nil {
-				return res, err
-			}
-			created = append(created, o)
-			if s.copyName != "" {
-				cols := make([]string, len(s.columns))
-				for i, c := range s.columns {
-					cols[i] = rawsqlite.QuoteIdent(c)
-				}
-				list := strings.Join(cols, ", ")
-				if err := copyRows(rec, "SELECT "+list+" FROM "+rawsqlite.QuoteIdent(s.copyName), db, "INSERT INTO "+rawsqlite.QuoteIdent(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
-					return res, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
-				}
-				n, err := scalar(rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(s.copyName))
-				if err != nil {
-					return res, err
-				}
-				res.Rows += n
-			}
-			if s.hasSeq {
-				g.upkeep = true
-				err := putSequence(db, s.name, s.seq)
-				g.upkeep = false
-				if err != nil {
-					return res, g.explain(fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", Printable(s.name), err), "the counter of "+o.label())
-				}
-			}
-		}
-		res.Objects++
+	created, objects, rows, err := runSteps(db, rec, g, steps, skip, opt.Force)
+	res.Objects += objects
+	res.Rows += rows
+	if err != nil {
+		return res, err
 	}
 	if err := probe(db, g, created); err != nil {
 		return res, err
@@ -369,34 +246,9 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 
 	// Tables the changeset names must be there, as plain tables, with the
 	// same columns: SQLite would skip a table that is not.
-	names := map[string][]string{}
-	for _, t := range order {
-		n := shapes[t]
-		kind := ""
-		if err := each(db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
-			kind = st.ColumnText(0)
-			return nil
-		}, t); err != nil {
-			return res, err
-		}
-		if kind != "" && kind != "table" {
-			return res, hostile("its changeset would change %s, a %s, which no statement's record holds", Printable(t), kind)
-		}
-		cols, err := columnsOf(db, t)
-		if err != nil {
-			return res, err
-		}
-		names[t] = cols
-		switch {
-		case len(cols) == 0:
-			conflicts = append(conflicts, Conflict{Table: t, What: "the table no longer exists"})
-		case len(cols) != n && len(cols)+1 != n:
-			conflicts = append(conflicts, Conflict{Table: t, What: fmt.Sprintf("the table has %d columns now, the record %d", len(cols), n)})
-		}
-	}
-	if len(conflicts) > 0 {
-		// These cannot be forced: the rows have nowhere to go.
-		return res, &ConflictError{Conflicts: conflicts}
+	names, err := targetTables(db, order, shapes)
+	if err != nil {
+		return res, err
 	}
 	var safety *Recorder
 	if opt.Safety != nil {
@@ -463,6 +315,209 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 	return res, nil
+}
+
+// readContents reads what the record would do: its changeset (the rows)
+// and its undo_schema steps (the objects), checked against the record's
+// own tables.
+func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
+	var cs []byte
+	err := each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
+		if t := st.ColumnType(0); t != rawsqlite.TypeBlob && t != rawsqlite.TypeNull {
+			return hostile("undo_changeset holds a value that is not a changeset")
+		}
+		cs = append(cs, st.ColumnBlob(0)...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, hostileRead(err)
+	}
+	var steps []step
+	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
+		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
+		if st.ColumnType(7) == rawsqlite.TypeInteger {
+			s.seq, s.hasSeq = st.ColumnInt64(7), true
+		}
+		if c := st.ColumnText(6); c != "" {
+			s.columns = strings.Split(c, "\x1f")
+		}
+		steps = append(steps, s)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, hostileRead(err)
+	}
+	if err := checkSteps(rec, steps); err != nil {
+		return nil, nil, err
+	}
+	return cs, steps, nil
+}
+
+// changesetTables lists the tables the changeset changes, in the order
+// it names them, with the number of primary-key columns each change gives,
+// and counts its changes; a server or SQLite table is refused.
+func changesetTables(cs []byte) (shapes map[string]int, order []string, rows int64, err error) {
+	shapes = map[string]int{}
+	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
+		if IsServerName(ch.Table) {
+			return hostile("its changeset would change %s, which belongs to the server or to SQLite", Printable(ch.Table))
+		}
+		if _, ok := shapes[ch.Table]; !ok {
+			order = append(order, ch.Table)
+		}
+		shapes[ch.Table] = len(ch.PK)
+		rows++
+		return nil
+	})
+	if err != nil {
+		var h *HostileError
+		if errors.As(err, &h) {
+			return nil, nil, 0, err
+		}
+		return nil, nil, 0, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
+	}
+	return shapes, order, rows, nil
+}
+
+// planSteps compares the record's steps with the schema now: skip marks
+// the steps already done (an object already as the record would recreate
+// it, or already gone), conflicts the objects changed since.
+func planSteps(db *rawsqlite.Conn, steps []step) (skip []bool, conflicts []Conflict, err error) {
+	now, err := readSchema(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	// An object already as the record would recreate it is left alone (a
+	// record applied twice, or one whose statement never committed), and
+	// so is a drop of it.
+	restored := func(typ, name string) bool {
+		cur, ok := now[object{Type: typ, Name: name}.key()]
+		for _, s := range steps {
+			if ok && s.action == "create" && rawsqlite.FoldName(s.typ) == rawsqlite.FoldName(typ) && rawsqlite.FoldName(s.name) == rawsqlite.FoldName(name) && s.sql == cur.SQL {
+				return true
+			}
+		}
+		return false
+	}
+	skip = make([]bool, len(steps))
+	var drops []step
+	for i, s := range steps {
+		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
+		if s.action != "drop" {
+			continue
+		}
+		switch {
+		case !exists || restored(s.typ, s.name):
+			skip[i] = true
+		case cur.SQL != s.sql:
+			conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("the %s was changed since; now %s", s.typ, oneLine(cur.SQL))})
+		default:
+			drops = append(drops, s)
+		}
+	}
+	for i, s := range steps {
+		cur, exists := now[object{Type: s.typ, Name: s.name}.key()]
+		if s.action != "create" || !exists || willDrop(drops, cur) {
+			continue
+		}
+		if cur.SQL == s.sql {
+			skip[i] = true
+			continue
+		}
+		conflicts = append(conflicts, Conflict{Table: s.name, What: fmt.Sprintf("a %s of this name exists again: %s", s.typ, oneLine(cur.SQL))})
+	}
+	return skip, conflicts, nil
+}
+
+// runSteps drops and recreates the record's objects (all but those skip
+// marks), under the guard, with their rows and AUTOINCREMENT counters, and
+// counts the objects and rows put back. With force an object in the way
+// is dropped first.
+func runSteps(db, rec *rawsqlite.Conn, g *guard, steps []step, skip []bool, force bool) (created []Object, objects int, rows int64, err error) {
+	for i, s := range steps {
+		if skip[i] {
+			continue
+		}
+		switch s.action {
+		case "drop":
+			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
+				return created, objects, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
+			}
+		case "create":
+			if force {
+				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
+					return created, objects, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
+				}
+			}
+			o := Object{Type: s.typ, Name: s.name, Table: s.table, SQL: s.sql}
+			if err := checkedCreate(db, g, o); err != nil {
+				return created, objects, rows, err
+			}
+			created = append(created, o)
+			if s.copyName != "" {
+				cols := make([]string, len(s.columns))
+				for i, c := range s.columns {
+					cols[i] = rawsqlite.QuoteIdent(c)
+				}
+				list := strings.Join(cols, ", ")
+				if err := copyRows(rec, "SELECT "+list+" FROM "+rawsqlite.QuoteIdent(s.copyName), db, "INSERT INTO "+rawsqlite.QuoteIdent(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
+					return created, objects, rows, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
+				}
+				n, err := scalar(rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(s.copyName))
+				if err != nil {
+					return created, objects, rows, err
+				}
+				rows += n
+			}
+			if s.hasSeq {
+				g.upkeep = true
+				err := putSequence(db, s.name, s.seq)
+				g.upkeep = false
+				if err != nil {
+					return created, objects, rows, g.explain(fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", Printable(s.name), err), "the counter of "+o.label())
+				}
+			}
+		}
+		objects++
+	}
+	return created, objects, rows, nil
+}
+
+// targetTables checks that every table the changeset names is there, as
+// a plain table with the record's columns (SQLite would skip one that is
+// not), and returns their columns by name.
+func targetTables(db *rawsqlite.Conn, order []string, shapes map[string]int) (map[string][]string, error) {
+	names := map[string][]string{}
+	var conflicts []Conflict
+	for _, t := range order {
+		n := shapes[t]
+		kind := ""
+		if err := each(db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
+			kind = st.ColumnText(0)
+			return nil
+		}, t); err != nil {
+			return nil, err
+		}
+		if kind != "" && kind != "table" {
+			return nil, hostile("its changeset would change %s, a %s, which no statement's record holds", Printable(t), kind)
+		}
+		cols, err := columnsOf(db, t)
+		if err != nil {
+			return nil, err
+		}
+		names[t] = cols
+		switch {
+		case len(cols) == 0:
+			conflicts = append(conflicts, Conflict{Table: t, What: "the table no longer exists"})
+		case len(cols) != n && len(cols)+1 != n:
+			conflicts = append(conflicts, Conflict{Table: t, What: fmt.Sprintf("the table has %d columns now, the record %d", len(cols), n)})
+		}
+	}
+	if len(conflicts) > 0 {
+		// These cannot be forced: the rows have nowhere to go.
+		return nil, &ConflictError{Conflicts: conflicts}
+	}
+	return names, nil
 }
 
 // step is one row of undo_schema.
