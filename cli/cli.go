@@ -14,8 +14,8 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
@@ -213,7 +213,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	if f, ok := env.Stdin.(*os.File); ok && worker.IsTerminal(f) {
+	if f, ok := env.Stdin.(*os.File); ok && ipc.IsTerminal(f) {
 		// A person, not an MCP host, started it: without a word it
 		// would seem to hang.
 		fmt.Fprint(env.Stderr, byHand)

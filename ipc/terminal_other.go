@@ -1,6 +1,6 @@
 //go:build !linux && !windows
 
-package worker
+package ipc
 
 import "os"
 
