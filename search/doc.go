@@ -37,4 +37,7 @@
 //     them; NULL and BLOB values are skipped.
 //   - A pattern that can match the empty string (a*) matches every value,
 //     as RE2 says; the snippet then starts at the value's beginning.
+//
+// Imports: errcode and rawsqlite only. Never ipc, worker or server (the
+// worker calls it).
 package search
