@@ -48,6 +48,9 @@ type executor struct {
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
 	detail map[string]any
+	// copiedAgain says the full snapshot was copied a second time under
+	// the write lock (see snapshot); the audit detail says so too.
+	copiedAgain bool
 	// foreign lists the snapshot-named files rotation did not trust (named
 	// after the snapshot it kept); the answer reports them.
 	foreign []string

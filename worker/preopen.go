@@ -49,7 +49,7 @@ func takePreopened(req *ipc.Request) *executor {
 	}
 	preopened.ex = nil
 	if preopened.readOnly == req.ReadOnlyFile && sandbox.SamePath(preopened.path, req.DB) {
-		ex.detail, ex.clock, ex.progress = nil, nil, nil
+		ex.detail, ex.copiedAgain, ex.clock, ex.progress = nil, false, nil, nil
 		return ex
 	}
 	ex.conn.Close()

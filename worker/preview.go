@@ -249,7 +249,7 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 		if err := tx.Commit(); err != nil {
 			return nil, err
 		}
-		return ex.written(sum, changes, returning, nil), nil
+		return ex.written(sum, changes, returning, nil, nil), nil
 	}
 	return &ipc.Response{Text: "ok: dry run rolled back", Rows: changes, Preview: p}, nil
 }

@@ -172,7 +172,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 	if ex.mode == policy.Destructive {
 		detail = snap.detail()
 	}
-	resp := ex.written(sum, changes, returning, detail)
+	resp := ex.written(sum, changes, returning, snap, detail)
 	resp.Recounted = recounted
 	return resp, nil
 }
@@ -233,8 +233,11 @@ func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int6
 	return returning, changes, nil
 }
 
-// written is the answer to a committed write (SPEC 5.2).
-func (ex *executor) written(sum policy.Summary, changes int64, returning *result, detail map[string]any) *ipc.Response {
+// written is the answer to a committed write (SPEC 5.2); snap is the
+// snapshot a destructive statement took (nil or without a path: none),
+// and detail what the audit row says of it (snap.detail()), which the
+// answer only adds to.
+func (ex *executor) written(sum policy.Summary, changes int64, returning *result, snap *taken, detail map[string]any) *ipc.Response {
 	var b strings.Builder
 	if sum.Schema {
 		b.WriteString("ok: schema statement executed")
@@ -246,8 +249,8 @@ func (ex *executor) written(sum policy.Summary, changes int64, returning *result
 		}
 	}
 	if ex.mode == policy.Destructive {
-		if p, ok := detail["snapshot"].(string); ok && p != "" {
-			b.WriteString("; snapshot: " + p + foreignNote(ex.foreign))
+		if snap != nil && snap.path != "" {
+			b.WriteString("; snapshot: " + snap.path + foreignNote(ex.foreign))
 			if len(ex.foreign) > 0 {
 				detail["snapshot_foreign"] = ex.foreign
 			}

@@ -189,6 +189,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 		ex.detail = map[string]any{}
 	}
 	ex.detail["snapshot_copied_again"] = true
+	ex.copiedAgain = true
 	src, err := openConn(ex.req.DB, false)
 	if err != nil {
 		return "", err

@@ -105,7 +105,7 @@ func (ex *executor) fullSnapshot(why string) (*taken, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &taken{kind: ipc.SnapshotFull, why: why, path: path, again: ex.detail["snapshot_copied_again"] == true}
+	t := &taken{kind: ipc.SnapshotFull, why: why, path: path, again: ex.copiedAgain}
 	if fi, err := os.Stat(path); err == nil {
 		t.bytes = fi.Size()
 	}
