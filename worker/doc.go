@@ -4,7 +4,7 @@
 // result. Whatever the statement does, only this process suffers.
 //
 // Imports: ipc (it is the Executor behind ipc.Serve), policy, snapshot,
-// rawsqlite, render, search, sandbox, osfile, errcode and version. Never
-// memory, server, replicate, cli or mcp-go:
+// rawsqlite, render, worker/search, sandbox, osfile, errcode and version.
+// Never memory, server, replicate, cli or mcp-go:
 // cmd/mcp-sqlite-memory-worker/deps_test.go keeps the line.
 package worker

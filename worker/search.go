@@ -7,7 +7,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/search"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker/search"
 )
 
 // defaultCandidateCap applies when a request names no cap (a hand-written

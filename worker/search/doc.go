@@ -38,6 +38,6 @@
 //   - A pattern that can match the empty string (a*) matches every value,
 //     as RE2 says; the snippet then starts at the value's beginning.
 //
-// Imports: errcode and rawsqlite only. Never ipc, worker or server (the
-// worker calls it).
+// Imports: errcode and rawsqlite only. Never ipc, worker or server: it
+// lives under worker, its one user, which calls it.
 package search
