@@ -212,7 +212,7 @@ type Response struct {
 	// Rows is the number of rows returned or affected, for the audit log.
 	Rows int64 `json:"rows"`
 	// Detail goes into the audit row (snapshot path, previous view SQL, ...).
-	Detail map[string]any `json:"detail,omitempty"`
+	Detail *Detail `json:"detail,omitempty"`
 	// Preview is the dry run's measure of a statement (a request with
 	// Preview). Nil in an OK answer to such a request means the worker
 	// found nothing to confirm and the response is the statement's own

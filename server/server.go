@@ -492,7 +492,7 @@ func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
 	if err != nil {
 		return nil, agentError(err)
 	}
-	for k, v := range resp.Detail {
+	for k, v := range resp.Detail.Fields() {
 		c.detail[k] = v
 	}
 	if err := resp.Err(); err != nil {

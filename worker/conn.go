@@ -47,7 +47,7 @@ type executor struct {
 	dry *dryRun
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
-	detail map[string]any
+	detail *ipc.Detail
 	// copiedAgain says the full snapshot was copied a second time under
 	// the write lock (see snapshot); the audit detail says so too.
 	copiedAgain bool

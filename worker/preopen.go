@@ -131,5 +131,5 @@ const warmFrame = `{"v":1,"op":"query","db":"-","mode":"read","sql":"SELECT 1","
 // request), and a standby has the time to pay it while it waits.
 func warmCodec() {
 	_, _ = ipc.ReadRequest(strings.NewReader(warmFrame))
-	_ = ipc.WriteResponse(io.Discard, &ipc.Response{Version: ipc.Version, OK: true, Text: "x", Rows: 1, Detail: map[string]any{"k": "v", "n": 1}})
+	_ = ipc.WriteResponse(io.Discard, &ipc.Response{Version: ipc.Version, OK: true, Text: "x", Rows: 1, Detail: &ipc.Detail{SQL: "v", Snapshot: &ipc.SnapshotDetail{Kind: ipc.SnapshotFull, Bytes: 1}}})
 }

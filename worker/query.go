@@ -168,7 +168,7 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		return nil, err
 	}
 	committed = true
-	var detail map[string]any
+	var detail *ipc.Detail
 	if ex.mode == policy.Destructive {
 		detail = snap.detail()
 	}
@@ -237,7 +237,7 @@ func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int6
 // snapshot a destructive statement took (nil or without a path: none),
 // and detail what the audit row says of it (snap.detail()), which the
 // answer only adds to.
-func (ex *executor) written(sum policy.Summary, changes int64, returning *result, snap *taken, detail map[string]any) *ipc.Response {
+func (ex *executor) written(sum policy.Summary, changes int64, returning *result, snap *taken, detail *ipc.Detail) *ipc.Response {
 	var b strings.Builder
 	if sum.Schema {
 		b.WriteString("ok: schema statement executed")
@@ -251,9 +251,7 @@ func (ex *executor) written(sum policy.Summary, changes int64, returning *result
 	if ex.mode == policy.Destructive {
 		if snap != nil && snap.path != "" {
 			b.WriteString("; snapshot: " + snap.path + foreignNote(ex.foreign))
-			if len(ex.foreign) > 0 {
-				detail["snapshot_foreign"] = ex.foreign
-			}
+			detail.Snapshot.Foreign = ex.foreign
 		} else {
 			b.WriteString("; snapshots are disabled")
 		}

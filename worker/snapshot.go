@@ -104,10 +104,7 @@ func (ex *executor) snapshotNow() (*ipc.Response, error) {
 	if f := snapshot.Rotate(s.Dir, s.Stem, s.Keep, c.path, ex.log); len(f) > 0 {
 		ex.foreign = f
 	}
-	detail := map[string]any{"snapshot": c.path}
-	if len(ex.foreign) > 0 {
-		detail["snapshot_foreign"] = ex.foreign
-	}
+	detail := &ipc.Detail{Snapshot: &ipc.SnapshotDetail{Path: c.path, Foreign: ex.foreign}}
 	return &ipc.Response{Text: "ok: snapshot written: " + c.path + foreignNote(ex.foreign), Detail: detail}, nil
 }
 
@@ -186,9 +183,9 @@ func (ex *executor) notRun() string {
 func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, budget time.Duration) (string, error) {
 	ex.log.Info("another connection committed during the snapshot; copying again under the write lock")
 	if ex.detail == nil {
-		ex.detail = map[string]any{}
+		ex.detail = &ipc.Detail{}
 	}
-	ex.detail["snapshot_copied_again"] = true
+	ex.detail.CopiedAgain = true
 	ex.copiedAgain = true
 	src, err := openConn(ex.req.DB, false)
 	if err != nil {

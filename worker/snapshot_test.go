@@ -199,7 +199,7 @@ func TestSnapshot(t *testing.T) {
 			if !resp.OK || !strings.HasPrefix(resp.Text, "ok: "+want+" rows affected; snapshot: ") {
 				t.Fatalf("got %+v", resp)
 			}
-			if again := resp.Detail["snapshot_copied_again"] == true; again != (tt.when != "") {
+			if again := resp.Detail.Fields()["snapshot_copied_again"] == true; again != (tt.when != "") {
 				t.Fatalf("copied again: %v (detail %v)", again, resp.Detail)
 			}
 			names := dirNames(t, dir)
@@ -310,7 +310,7 @@ func TestSnapshotNow(t *testing.T) {
 	for i := range 3 {
 		resp := executeTo(now(dir, 2), log, &frames)
 		path, ok := strings.CutPrefix(resp.Text, "ok: snapshot written: ")
-		if !resp.OK || !ok || resp.Detail["snapshot"] != path {
+		if !resp.OK || !ok || resp.Detail.Fields()["snapshot"] != path {
 			t.Fatalf("call %d: %+v", i, resp)
 		}
 		paths = append(paths, path)
@@ -370,7 +370,7 @@ func TestSnapshotAmongFutureFiles(t *testing.T) {
 			if !resp.OK {
 				t.Fatalf("%s: %s", resp.Code, resp.Message)
 			}
-			path, _ := resp.Detail["snapshot"].(string)
+			path, _ := resp.Detail.Fields()["snapshot"].(string)
 			if _, err := os.Stat(path); path == "" || err != nil {
 				t.Fatalf("answered snapshot %q, which does not exist (%v): %s", path, err, resp.Text)
 			}

@@ -34,18 +34,14 @@ type taken struct {
 }
 
 // detail is what the audit row says about the snapshot.
-func (t *taken) detail() map[string]any {
+func (t *taken) detail() *ipc.Detail {
 	if t == nil {
-		return map[string]any{"snapshot": ""}
+		return &ipc.Detail{Snapshot: &ipc.SnapshotDetail{}}
 	}
-	d := map[string]any{"snapshot": t.path, "snapshot_kind": t.kind, "snapshot_why": t.why, "snapshot_bytes": t.bytes}
-	if t.kind == ipc.SnapshotUndo {
-		d["snapshot_rows"] = t.rows
+	return &ipc.Detail{
+		Snapshot:    &ipc.SnapshotDetail{Path: t.path, Kind: t.kind, Why: t.why, Bytes: t.bytes, Rows: t.rows},
+		CopiedAgain: t.again,
 	}
-	if t.again {
-		d["snapshot_copied_again"] = true
-	}
-	return d
 }
 
 // abort removes an undo record that will not be kept.

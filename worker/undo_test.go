@@ -70,9 +70,9 @@ func TestUndoSnapshot(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "snaps")
 			before := rows(t, db)
 			resp := execute(undoRequest(db, dir, ipc.SnapshotAuto, tt.fullMB, "DELETE FROM t WHERE id = 2"), log)
-			path, _ := resp.Detail["snapshot"].(string)
-			if !resp.OK || resp.Detail["snapshot_kind"] != tt.kind || !strings.HasSuffix(path, tt.suffix) ||
-				!strings.Contains(resp.Detail["snapshot_why"].(string), tt.whyMatch) || !strings.HasSuffix(resp.Text, "; snapshot: "+path) {
+			path, _ := resp.Detail.Fields()["snapshot"].(string)
+			if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != tt.kind || !strings.HasSuffix(path, tt.suffix) ||
+				!strings.Contains(resp.Detail.Fields()["snapshot_why"].(string), tt.whyMatch) || !strings.HasSuffix(resp.Text, "; snapshot: "+path) {
 				t.Fatalf("full_mb=%d: %+v", tt.fullMB, resp)
 			}
 			if names := dirNames(t, dir); len(names) != 1 {
@@ -117,8 +117,8 @@ func TestUndoSnapshot(t *testing.T) {
 				}
 				dir := filepath.Join(t.TempDir(), "snaps")
 				resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, tt.sql), log)
-				path, _ := resp.Detail["snapshot"].(string)
-				if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.HasSuffix(path, "Z.db") || !strings.Contains(resp.Detail["snapshot_why"].(string), tt.why) {
+				path, _ := resp.Detail.Fields()["snapshot"].(string)
+				if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotFull || !strings.HasSuffix(path, "Z.db") || !strings.Contains(resp.Detail.Fields()["snapshot_why"].(string), tt.why) {
 					t.Fatalf("%+v", resp)
 				}
 				if names := dirNames(t, dir); len(names) != 1 || snapshot.IsRecord(path) {
@@ -152,7 +152,7 @@ func TestUndoSnapshot(t *testing.T) {
 			if !resp.OK {
 				t.Fatalf("call %d: %+v", i, resp)
 			}
-			kept = append(kept, filepath.Base(resp.Detail["snapshot"].(string)))
+			kept = append(kept, filepath.Base(resp.Detail.Fields()["snapshot"].(string)))
 		}
 		if names := dirNames(t, dir); !slices.Equal(names, kept[2:]) {
 			t.Fatalf("snapshot folder %v, want the newest three %v", names, kept[2:])
@@ -189,7 +189,7 @@ func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
 	defer rawsqlite.SetHardHeapLimit(old)
 	dir := filepath.Join(t.TempDir(), "snaps")
 	resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, "DELETE FROM big"), hclog.NewNullLogger())
-	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.Contains(fmt.Sprint(resp.Detail["snapshot_why"]), "too large to record") ||
+	if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotFull || !strings.Contains(fmt.Sprint(resp.Detail.Fields()["snapshot_why"]), "too large to record") ||
 		!strings.HasPrefix(resp.Text, "ok: 3000 rows affected; snapshot: ") {
 		t.Fatalf("%+v", resp)
 	}
@@ -204,7 +204,7 @@ func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
 func TestUndoUnfilteredDelete(t *testing.T) {
 	db := buildDB(t, "d.db", "CREATE TABLE plain(a, b)", "INSERT INTO plain VALUES (1, 'x'), (2, NULL), (3, x'00')")
 	resp := execute(undoRequest(db, filepath.Join(t.TempDir(), "snaps"), ipc.SnapshotUndo, 0, "DELETE FROM plain"), hclog.NewNullLogger())
-	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotUndo || resp.Detail["snapshot_rows"] != int64(3) {
+	if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotUndo || resp.Detail.Fields()["snapshot_rows"] != int64(3) {
 		t.Fatalf("%+v", resp)
 	}
 }

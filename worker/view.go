@@ -80,7 +80,7 @@ func (ex *executor) createView() (*ipc.Response, error) {
 	if prevType == "view" {
 		return &ipc.Response{
 			Text:   fmt.Sprintf("ok: view %s replaced; the previous definition is kept in query_log", v.Name),
-			Detail: map[string]any{"previous_sql": prevSQL},
+			Detail: &ipc.Detail{PreviousSQL: prevSQL},
 		}, nil
 	}
 	return &ipc.Response{Text: fmt.Sprintf("ok: view %s created", v.Name)}, nil

@@ -170,7 +170,7 @@ func TestCreateView(t *testing.T) {
 	}
 	req.View = &ipc.View{Name: "names", Select: "SELECT id FROM t", Replace: true}
 	resp := execute(req, log)
-	if resp.Text != "ok: view names replaced; the previous definition is kept in query_log" || resp.Detail["previous_sql"] != "CREATE VIEW \"names\" AS\n-- description: the names\nSELECT name FROM t" {
+	if resp.Text != "ok: view names replaced; the previous definition is kept in query_log" || resp.Detail.Fields()["previous_sql"] != "CREATE VIEW \"names\" AS\n-- description: the names\nSELECT name FROM t" {
 		t.Fatalf("replace: %+v", resp)
 	}
 	req.View = &ipc.View{Name: "w", Select: "DELETE FROM t"}
