@@ -148,16 +148,11 @@ const futureSkew = time.Minute
 // answer. The snapshot just written is never removed, whatever names
 // surround it. Partial files are not snapshots and do not count; neither
 // does a snapshot with a journal beside it (an incomplete one from a
-// version that wrote snapshots in place), which Leftovers
-// reports.
+// version that wrote snapshots in place), which Leftovers reports.
 func Rotate(dir, stem string, keep int, kept string, log hclog.Logger) (foreign []string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	names := folderNames(dir)
+	if names == nil {
 		return nil
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
 	}
 	just := filepath.Base(kept)
 	ref, ok := Stamp(just, stem)

@@ -73,13 +73,9 @@ func Stamp(name, stem string) (time.Time, bool) {
 // writing a snapshot of this database: a partial file of a running
 // snapshot looks the same.
 func Leftovers(dir, stem string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	names := folderNames(dir)
+	if names == nil {
 		return nil
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
 	}
 	var out []string
 	for n := range names {
@@ -94,4 +90,18 @@ func Leftovers(dir, stem string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// folderNames is the set of the names in dir, or nil when it cannot be
+// read.
+func folderNames(dir string) map[string]bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }
