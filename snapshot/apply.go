@@ -189,24 +189,11 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	if opt.Safety != nil && len(steps) > 0 {
 		return res, &FullCopyNeeded{Reason: "the undo record recreates or drops objects, which a record of the restore cannot capture"}
 	}
-	if err := db.Exec("PRAGMA foreign_keys=OFF"); err != nil {
-		return res, err
-	}
-	defer db.Exec("PRAGMA foreign_keys=ON")
-	if _, err := db.DBConfig(rawsqlite.ConfigEnableTrigger, false); err != nil {
-		return res, err
-	}
-	defer db.DBConfig(rawsqlite.ConfigEnableTrigger, true)
-	// Defensive mode keeps everything the record runs off the shadow
-	// tables of virtual tables and off the schema's raw rows.
-	if old, err := db.DBConfig(rawsqlite.ConfigDefensive, true); err == nil {
-		defer db.DBConfig(rawsqlite.ConfigDefensive, old)
-	}
-	restoreGrowth, err := limitGrowth(db, opt.MaxGrowth)
+	settle, err := setUpConn(db, opt.MaxGrowth)
 	if err != nil {
 		return res, err
 	}
-	defer restoreGrowth()
+	defer settle()
 	tx, err := db.BeginImmediate()
 	if err != nil {
 		return res, err
@@ -230,7 +217,6 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
-	conflicts = nil
 	created, objects, rows, err := runSteps(db, rec, g, steps, skip, opt.Force)
 	res.Objects += objects
 	res.Rows += rows
@@ -265,24 +251,8 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 			}
 		}()
 	}
-	err = db.ApplyChangeset(cs, func(kind int, ch rawsqlite.Change) int {
-		c, same := describe(kind, ch, names[ch.Table])
-		if same {
-			return rawsqlite.ConflictOmit
-		}
-		conflicts = append(conflicts, c)
-		if opt.Force && (kind == rawsqlite.ConflictData || kind == rawsqlite.ConflictConflict) {
-			return rawsqlite.ConflictReplace
-		}
-		return rawsqlite.ConflictOmit
-	})
+	conflicts, err = applyRows(db, g, cs, names, opt.Force)
 	if err != nil {
-		if v := g.take(); v != "" {
-			return res, hostile("its changeset: %s", v)
-		}
-		if c := rawsqlite.ErrorCode(err) & 0xff; c != rawsqlite.ResultInterrupt && c != rawsqlite.ResultFull && c != rawsqlite.ResultBusy && c != rawsqlite.ResultLocked && c != rawsqlite.ResultNoMem && c != rawsqlite.ResultIOErr {
-			return res, hostile("its changeset cannot be applied (%s)", sqliteWhy(err))
-		}
 		return res, err
 	}
 	res.Rows += csRows
@@ -315,6 +285,68 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, err
 	}
 	return res, nil
+}
+
+// setUpConn readies db for an apply: foreign keys and triggers off (they
+// would act again on rows being put back), defensive mode on (it keeps
+// everything the record runs off the shadow tables of virtual tables and
+// off the schema's raw rows), and the file's growth bounded by maxGrowth
+// bytes. The function it returns undoes all of it, last first.
+func setUpConn(db *rawsqlite.Conn, maxGrowth int64) (func(), error) {
+	var undo []func()
+	settle := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if err := db.Exec("PRAGMA foreign_keys=OFF"); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = db.Exec("PRAGMA foreign_keys=ON") })
+	if _, err := db.DBConfig(rawsqlite.ConfigEnableTrigger, false); err != nil {
+		settle()
+		return nil, err
+	}
+	undo = append(undo, func() { _, _ = db.DBConfig(rawsqlite.ConfigEnableTrigger, true) })
+	if old, err := db.DBConfig(rawsqlite.ConfigDefensive, true); err == nil {
+		undo = append(undo, func() { _, _ = db.DBConfig(rawsqlite.ConfigDefensive, old) })
+	}
+	restoreGrowth, err := limitGrowth(db, maxGrowth)
+	if err != nil {
+		settle()
+		return nil, err
+	}
+	return func() { restoreGrowth(); settle() }, nil
+}
+
+// applyRows applies the changeset under the guard: a row already as the
+// record would put it back is no conflict; any other conflict is
+// returned, and with force a changed row is overwritten. An error that is
+// the record's fault (a refusal of the guard, a changeset SQLite cannot
+// apply) is a *HostileError.
+func applyRows(db *rawsqlite.Conn, g *guard, cs []byte, names map[string][]string, force bool) ([]Conflict, error) {
+	var conflicts []Conflict
+	err := db.ApplyChangeset(cs, func(kind int, ch rawsqlite.Change) int {
+		c, same := describe(kind, ch, names[ch.Table])
+		if same {
+			return rawsqlite.ConflictOmit
+		}
+		conflicts = append(conflicts, c)
+		if force && (kind == rawsqlite.ConflictData || kind == rawsqlite.ConflictConflict) {
+			return rawsqlite.ConflictReplace
+		}
+		return rawsqlite.ConflictOmit
+	})
+	if err != nil {
+		if v := g.take(); v != "" {
+			return nil, hostile("its changeset: %s", v)
+		}
+		if c := rawsqlite.ErrorCode(err) & 0xff; c != rawsqlite.ResultInterrupt && c != rawsqlite.ResultFull && c != rawsqlite.ResultBusy && c != rawsqlite.ResultLocked && c != rawsqlite.ResultNoMem && c != rawsqlite.ResultIOErr {
+			return nil, hostile("its changeset cannot be applied (%s)", sqliteWhy(err))
+		}
+		return nil, err
+	}
+	return conflicts, nil
 }
 
 // readContents reads what the record would do: its changeset (the rows)
