@@ -14,7 +14,8 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
@@ -76,7 +77,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 			return report(env, tokenCmd(ctx, args[1:], env))
 		case "version":
 			if len(args) > 1 {
-				return report(env, &server.UsageError{Msg: fmt.Sprintf("version takes no arguments, got %q\nTry: mcp-sqlite-memory version", args[1])})
+				return report(env, &config.UsageError{Msg: fmt.Sprintf("version takes no arguments, got %q\nTry: mcp-sqlite-memory version", args[1])})
 			}
 			printVersion(env.Stdout)
 			return exitOK
@@ -89,7 +90,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return exitOK
 	}
 	if wantsHelp(args) {
-		server.PrintUsage(env.Stdout)
+		config.PrintUsage(env.Stdout)
 		return exitOK
 	}
 	return report(env, serve(ctx, args, env))
@@ -105,12 +106,12 @@ Press Ctrl-D (Ctrl-Z then Enter on Windows) or Ctrl-C to stop.
 // topHelp is "help" (the server's usage) or "help SUBCOMMAND".
 func topHelp(args []string, env Env) error {
 	if len(args) == 0 || wantsHelp(args) {
-		server.PrintUsage(env.Stdout)
+		config.PrintUsage(env.Stdout)
 		return nil
 	}
 	h, ok := subcommands[args[0]]
 	if !ok || len(args) > 1 {
-		return &server.UsageError{Msg: fmt.Sprintf("no help for %q\nTry: mcp-sqlite-memory --help", strings.Join(args, " "))}
+		return &config.UsageError{Msg: fmt.Sprintf("no help for %q\nTry: mcp-sqlite-memory --help", strings.Join(args, " "))}
 	}
 	h().write(env.Stdout)
 	return nil
@@ -140,7 +141,7 @@ func report(env Env, err error) int {
 		return ee.status
 	}
 	fmt.Fprintln(env.Stderr, "mcp-sqlite-memory: "+err.Error())
-	var ue *server.UsageError
+	var ue *config.UsageError
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
@@ -168,19 +169,19 @@ func oneShotLogger(env Env, verbose bool) hclog.Logger {
 // serve is the main job: MCP over stdio until the host closes stdin or
 // sends SIGTERM/SIGINT.
 func serve(ctx context.Context, args []string, env Env) error {
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	cfg, rest, err := config.Parse(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
+		return &config.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory --help", rest[0])}
 	}
 	// The missing --db first: a warning about the empty path would bury it.
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
 	log := newLogger(env, cfg.Verbose)
-	if w := server.PathWarning(cfg.DB); w != "" {
+	if w := config.PathWarning(cfg.DB); w != "" {
 		log.Warn(w)
 	}
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {
@@ -212,7 +213,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	if f, ok := env.Stdin.(*os.File); ok && worker.IsTerminal(f) {
+	if f, ok := env.Stdin.(*os.File); ok && ipc.IsTerminal(f) {
 		// A person, not an MCP host, started it: without a word it
 		// would seem to hang.
 		fmt.Fprint(env.Stderr, byHand)

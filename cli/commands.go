@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
@@ -22,7 +23,7 @@ import (
 
 func sampleDB(ctx context.Context, args []string, env Env) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return &server.UsageError{Msg: "sample-db takes one path\nTry: mcp-sqlite-memory sample-db ./shop.db"}
+		return &config.UsageError{Msg: "sample-db takes one path\nTry: mcp-sqlite-memory sample-db ./shop.db"}
 	}
 	if err := sampledb.Write(ctx, args[0]); err != nil {
 		if errors.Is(err, sampledb.ErrExists) {
@@ -38,17 +39,17 @@ func sampleDB(ctx context.Context, args []string, env Env) error {
 // server with its workers, policy and audit log.
 func callTool(ctx context.Context, args []string, env Env) error {
 	mustExist, args := takeBool(args, "must-exist")
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	cfg, rest, err := config.Parse(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 1 {
 		if i := slices.IndexFunc(rest[1:], func(a string) bool { return strings.HasPrefix(a, "-") && len(a) > 1 }); i >= 0 {
-			return &server.UsageError{Msg: fmt.Sprintf("flags go before the tool name: %q comes after %s\nTry: %s", rest[1+i], rest[0], movedFlags(rest))}
+			return &config.UsageError{Msg: fmt.Sprintf("flags go before the tool name: %q comes after %s\nTry: %s", rest[1+i], rest[0], movedFlags(rest))}
 		}
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		return &server.UsageError{Msg: "call takes a tool name and its arguments as JSON\nTry: mcp-sqlite-memory call --db memory.db read_query '{\"query\":\"SELECT 1\"}'"}
+		return &config.UsageError{Msg: "call takes a tool name and its arguments as JSON\nTry: mcp-sqlite-memory call --db memory.db read_query '{\"query\":\"SELECT 1\"}'"}
 	}
 	arguments, err := callArguments(rest)
 	if err != nil {
@@ -57,7 +58,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
-	if w := server.PathWarning(cfg.DB); w != "" && strings.HasPrefix(cfg.DB, "~") {
+	if w := config.PathWarning(cfg.DB); w != "" && strings.HasPrefix(cfg.DB, "~") {
 		fmt.Fprintln(env.Stderr, "mcp-sqlite-memory: "+w)
 	}
 	if mustExist {
@@ -76,7 +77,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 		// A mistyped path makes a new, empty memory: say so where a
 		// person looks, with the relative path's resolution if it was one.
 		fmt.Fprintf(env.Stderr, "mcp-sqlite-memory: %s; if you meant an existing one, check the path (call --must-exist refuses to create one)\n", created)
-		if w := server.PathWarning(cfg.DB); w != "" && !strings.HasPrefix(cfg.DB, "~") {
+		if w := config.PathWarning(cfg.DB); w != "" && !strings.HasPrefix(cfg.DB, "~") {
 			fmt.Fprintln(env.Stderr, "mcp-sqlite-memory: "+w)
 		}
 	}
@@ -107,7 +108,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 		if near := closestTool(rest[0], names); near != "" {
 			msg += fmt.Sprintf("\nDid you mean %s? Try: mcp-sqlite-memory call --db %s %s '{...}'", near, cfg.DB, near)
 		}
-		return &server.UsageError{Msg: msg}
+		return &config.UsageError{Msg: msg}
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = rest[0]
@@ -146,7 +147,7 @@ func verify(ctx context.Context, args []string, env Env) error {
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
-	if err := server.DBPathProblem(cfg.DB); err != nil {
+	if err := config.DBPathProblem(cfg.DB); err != nil {
 		return err
 	}
 	store, err := memory.OpenExisting(ctx, cfg.DB, oneShotLogger(env, cfg.Verbose))
@@ -245,37 +246,20 @@ func callArguments(rest []string) (map[string]any, error) {
 	}
 	var v any
 	if err := json.Unmarshal([]byte(rest[1]), &v); err != nil {
-		return nil, &server.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object, and %q is not valid JSON (%v); quote it for the shell in single quotes\nTry: mcp-sqlite-memory call --db memory.db read_query '{\"query\":\"SELECT 1\"}'", rest[1], err)}
+		return nil, &config.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object, and %q is not valid JSON (%v); quote it for the shell in single quotes\nTry: mcp-sqlite-memory call --db memory.db read_query '{\"query\":\"SELECT 1\"}'", rest[1], err)}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, &server.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object of named arguments, got %s %s\nTry: mcp-sqlite-memory call --db memory.db %s '{\"query\":\"SELECT 1\"}'", jsonKind(v), rest[1], rest[0])}
+		return nil, &config.UsageError{Msg: fmt.Sprintf("the arguments must be a JSON object of named arguments, got %s %s\nTry: mcp-sqlite-memory call --db memory.db %s '{\"query\":\"SELECT 1\"}'", server.JSONKind(v), rest[1], rest[0])}
 	}
 	return obj, nil
-}
-
-// jsonKind names the type of a decoded JSON value, with its article.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case nil:
-		return "null"
-	}
-	return "a value"
 }
 
 // closestTool is the tool a mistyped name most likely meant: the nearest
 // by edit distance, else the one it begins or is part of ("search" for
 // search_text).
 func closestTool(name string, tools []string) string {
-	if near := server.Closest(name, tools); near != "" {
+	if near := config.Closest(name, tools); near != "" {
 		return near
 	}
 	for _, t := range tools {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
@@ -58,7 +59,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 			subcommands["demo"]().write(env.Stdout)
 			return err
 		}
-		return &server.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory demo --keep ./demo"}
+		return &config.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory demo --keep ./demo"}
 	}
 	dir := *keep
 	if dir == "" {
@@ -73,7 +74,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 	}
 	db := filepath.Join(dir, "shop.db")
 	if _, err := os.Stat(db); err == nil {
-		return &server.UsageError{Msg: db + " exists already; give --keep an empty folder"}
+		return &config.UsageError{Msg: db + " exists already; give --keep an empty folder"}
 	}
 	if err := sampledb.Write(ctx, db); err != nil {
 		return err

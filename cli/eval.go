@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
@@ -74,24 +75,24 @@ func evalCmd(ctx context.Context, args []string, env Env) error {
 			subcommands["eval"]().write(env.Stdout)
 			return err
 		}
-		return &server.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory eval --help"}
+		return &config.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory eval --help"}
 	}
 	model, maxSteps, dbPath, keep, scripted, only, verbose := o.model, o.maxSteps, o.dbPath, o.keep, o.scripted, *o.only, o.verbose
 	if fs.NArg() > 0 {
-		return &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5", fs.Arg(0))}
+		return &config.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5", fs.Arg(0))}
 	}
 	apiKey := env.Getenv("ANTHROPIC_API_KEY")
 	switch {
 	case *scripted && *model != "":
-		return &server.UsageError{Msg: "--scripted and --model exclude each other\nTry: mcp-sqlite-memory eval --scripted"}
+		return &config.UsageError{Msg: "--scripted and --model exclude each other\nTry: mcp-sqlite-memory eval --scripted"}
 	case !*scripted && *model == "":
-		return &server.UsageError{Msg: "eval needs --model (or --scripted for a run without a model)\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5"}
+		return &config.UsageError{Msg: "eval needs --model (or --scripted for a run without a model)\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5"}
 	case !*scripted && apiKey == "":
-		return &server.UsageError{Msg: "ANTHROPIC_API_KEY is not set; the model run needs an Anthropic API key\nTry: export ANTHROPIC_API_KEY=sk-ant-...   (or run eval --scripted, which needs none)"}
+		return &config.UsageError{Msg: "ANTHROPIC_API_KEY is not set; the model run needs an Anthropic API key\nTry: export ANTHROPIC_API_KEY=sk-ant-...   (or run eval --scripted, which needs none)"}
 	case *maxSteps < 1:
-		return &server.UsageError{Msg: fmt.Sprintf("--max-steps must be at least 1, got %d\nTry: --max-steps %d", *maxSteps, eval.DefaultMaxSteps)}
+		return &config.UsageError{Msg: fmt.Sprintf("--max-steps must be at least 1, got %d\nTry: --max-steps %d", *maxSteps, eval.DefaultMaxSteps)}
 	case *dbPath != "" && *keep != "":
-		return &server.UsageError{Msg: "--keep applies only to the generated sample database; drop it when you pass --db"}
+		return &config.UsageError{Msg: "--keep applies only to the generated sample database; drop it when you pass --db"}
 	}
 	tasks, err := selectTasks(only)
 	if err != nil {
@@ -186,7 +187,7 @@ func selectTasks(only []string) ([]eval.Task, error) {
 	}
 	for _, id := range only {
 		if !slices.Contains(ids, id) {
-			return nil, &server.UsageError{Msg: fmt.Sprintf("unknown task %q\nTry one of: %s", id, strings.Join(ids, ", "))}
+			return nil, &config.UsageError{Msg: fmt.Sprintf("unknown task %q\nTry one of: %s", id, strings.Join(ids, ", "))}
 		}
 	}
 	var tasks []eval.Task
@@ -209,7 +210,7 @@ func evalDatabase(ctx context.Context, given, keep string) (string, func(), erro
 			return "", nothing, err
 		}
 		if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
-			return "", nothing, &server.UsageError{Msg: fmt.Sprintf("--db %s is not a database file\nTry: mcp-sqlite-memory sample-db ./shop.db", given)}
+			return "", nothing, &config.UsageError{Msg: fmt.Sprintf("--db %s is not a database file\nTry: mcp-sqlite-memory sample-db ./shop.db", given)}
 		}
 		return abs, nothing, nil
 	}
@@ -229,7 +230,7 @@ func evalDatabase(ctx context.Context, given, keep string) (string, func(), erro
 	if err := sampledb.Write(ctx, abs); err != nil {
 		cleanup()
 		if errors.Is(err, sampledb.ErrExists) {
-			return "", nothing, &server.UsageError{Msg: abs + " exists already; give --keep an empty folder"}
+			return "", nothing, &config.UsageError{Msg: abs + " exists already; give --keep an empty folder"}
 		}
 		return "", nothing, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ui"
@@ -16,14 +17,14 @@ import (
 
 // serveHTTP is --http: the token file and the address are checked before
 // the database is opened, so a bad start leaves nothing behind.
-func serveHTTP(ctx context.Context, cfg *server.Config, log hclog.Logger) error {
+func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger) error {
 	set, err := tokens.Open(cfg.AuthTokens)
 	if err != nil {
-		return &server.UsageError{Msg: "--auth-tokens: " + err.Error()}
+		return &config.UsageError{Msg: "--auth-tokens: " + err.Error()}
 	}
 	if cfg.TLSCert != "" {
 		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
-			return &server.UsageError{Msg: fmt.Sprintf("--tls-cert %s / --tls-key %s: %v\nTry: PEM files of a certificate and its private key", cfg.TLSCert, cfg.TLSKey, err)}
+			return &config.UsageError{Msg: fmt.Sprintf("--tls-cert %s / --tls-key %s: %v\nTry: PEM files of a certificate and its private key", cfg.TLSCert, cfg.TLSKey, err)}
 		}
 	}
 	l, err := server.ListenHTTP(cfg)
@@ -36,10 +37,10 @@ func serveHTTP(ctx context.Context, cfg *server.Config, log hclog.Logger) error 
 		return err
 	}
 	opt := server.HTTPOptions{Tokens: set}
-	if cfg.Profile == server.ProfileMemory {
+	if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.
 		view, err := ui.New(ctx, ui.Options{
-			DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: server.Stem(cfg.DB), Base: "/ui",
+			DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(cfg.DB), Base: "/ui",
 			HostChecked: true, Authorized: tokenHolder(set), Log: log.Named("ui"),
 			Challenge: `Basic realm="mcp-sqlite-memory", charset="UTF-8"`,
 			Refusal:   "refused: sign in with an agent's name and its token as the password (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)",

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
 // takeFlag removes --name VALUE (or --name=VALUE, or one dash) from args,
@@ -27,7 +27,7 @@ func takeFlag(args []string, name string) (value string, found bool, rest []stri
 		switch {
 		case a != bare && bare == name:
 			if i+1 >= len(args) {
-				return "", false, nil, &server.UsageError{Msg: fmt.Sprintf("--%s needs a value", name)}
+				return "", false, nil, &config.UsageError{Msg: fmt.Sprintf("--%s needs a value", name)}
 			}
 			value, found = args[i+1], true
 			i++
@@ -43,17 +43,17 @@ func takeFlag(args []string, name string) (value string, found bool, rest []stri
 // configWithFlag parses a one-shot command's arguments: its own --name
 // flag (see takeFlag), then the server's flags; any other argument is
 // refused with try, the command line to type instead.
-func configWithFlag(args []string, env Env, name, try string) (cfg *server.Config, value string, found bool, err error) {
+func configWithFlag(args []string, env Env, name, try string) (cfg *config.Config, value string, found bool, err error) {
 	value, found, args, err = takeFlag(args, name)
 	if err != nil {
 		return nil, "", false, err
 	}
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	cfg, rest, err := config.Parse(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return nil, "", false, err
 	}
 	if len(rest) > 0 {
-		return nil, "", false, &server.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: %s", rest[0], try)}
+		return nil, "", false, &config.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: %s", rest[0], try)}
 	}
 	return cfg, value, found, nil
 }
@@ -129,7 +129,7 @@ func exportCmd(ctx context.Context, args []string, env Env) error {
 
 // importCmd builds a new memory from an export.
 func importCmd(ctx context.Context, args []string, env Env) error {
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	cfg, rest, err := config.Parse(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func importCmd(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if len(rest) != 1 {
-		return &server.UsageError{Msg: "import takes the export file to read (- for stdin)\nTry: mcp-sqlite-memory import --db new-memory.db memory.jsonl"}
+		return &config.UsageError{Msg: "import takes the export file to read (- for stdin)\nTry: mcp-sqlite-memory import --db new-memory.db memory.jsonl"}
 	}
 	var r io.Reader = env.Stdin
 	if rest[0] != "-" {

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/restore"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
 // restoreFlags are restore's own flags; the server's (--db,
-// --snapshot-dir, -v) are parsed by server.ParseConfig.
+// --snapshot-dir, -v) are parsed by config.Parse.
 type restoreFlags struct {
 	reason     string
 	everything bool
@@ -41,20 +41,20 @@ func splitRestoreFlags(args []string) (restoreFlags, []string, error) {
 		case "restore-timeout":
 			if !hasValue {
 				if i+1 == len(args) {
-					return f, nil, &server.UsageError{Msg: "--restore-timeout needs a number of seconds\nTry: mcp-sqlite-memory restore --db memory.db --restore-timeout 1200 SNAPSHOT"}
+					return f, nil, &config.UsageError{Msg: "--restore-timeout needs a number of seconds\nTry: mcp-sqlite-memory restore --db memory.db --restore-timeout 1200 SNAPSHOT"}
 				}
 				i++
 				value = args[i]
 			}
 			secs, err := strconv.ParseFloat(value, 64)
 			if err != nil || secs <= 0 || secs > 1e6 {
-				return f, nil, &server.UsageError{Msg: fmt.Sprintf("invalid value %q for --restore-timeout: want seconds, more than 0\nTry: --restore-timeout 1200", value)}
+				return f, nil, &config.UsageError{Msg: fmt.Sprintf("invalid value %q for --restore-timeout: want seconds, more than 0\nTry: --restore-timeout 1200", value)}
 			}
 			f.timeout = time.Duration(secs * float64(time.Second))
 		case "reason":
 			if !hasValue {
 				if i+1 == len(args) {
-					return f, nil, &server.UsageError{Msg: "--reason needs a text\nTry: mcp-sqlite-memory restore --db memory.db --reason \"undo the bad DELETE\" SNAPSHOT"}
+					return f, nil, &config.UsageError{Msg: "--reason needs a text\nTry: mcp-sqlite-memory restore --db memory.db --reason \"undo the bad DELETE\" SNAPSHOT"}
 				}
 				i++
 				value = args[i]
@@ -63,7 +63,7 @@ func splitRestoreFlags(args []string) (restoreFlags, []string, error) {
 		case "everything", "dry-run", "force":
 			on := !hasValue || value == "true" || value == "1"
 			if hasValue && !on && value != "false" && value != "0" {
-				return f, nil, &server.UsageError{Msg: fmt.Sprintf("invalid value %q for --%s\nTry: --%s", value, name, name)}
+				return f, nil, &config.UsageError{Msg: fmt.Sprintf("invalid value %q for --%s\nTry: --%s", value, name, name)}
 			}
 			switch name {
 			case "everything":
@@ -90,15 +90,15 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, rest, err := server.ParseConfig(args, env.Getenv, env.Stdout)
+	cfg, rest, err := config.Parse(args, env.Getenv, env.Stdout)
 	if err != nil {
 		return err
 	}
 	if cfg.DB == "" {
 		if len(rest) == 2 {
-			return &server.UsageError{Msg: fmt.Sprintf("restore needs the database after --db\nTry: mcp-sqlite-memory restore --db %s %s", rest[0], rest[1])}
+			return &config.UsageError{Msg: fmt.Sprintf("restore needs the database after --db\nTry: mcp-sqlite-memory restore --db %s %s", rest[0], rest[1])}
 		}
-		return &server.UsageError{Msg: "no database given\n" + restoreTry}
+		return &config.UsageError{Msg: "no database given\n" + restoreTry}
 	}
 	if len(rest) == 0 {
 		// The person needs a name: list what there is to restore.
@@ -106,7 +106,7 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 			if !strings.Contains(list, "\nTry: ") {
 				list += "\n" + restoreTry
 			}
-			return &server.UsageError{Msg: "restore takes the snapshot file to restore; " + list}
+			return &config.UsageError{Msg: "restore takes the snapshot file to restore; " + list}
 		}
 	}
 	if len(rest) != 1 {
@@ -114,7 +114,7 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 		if len(rest) > 1 {
 			msg = fmt.Sprintf("restore takes one snapshot file, got %d arguments (%s)", len(rest), strings.Join(rest, " "))
 		}
-		return &server.UsageError{Msg: msg + "\n" + restoreTry}
+		return &config.UsageError{Msg: msg + "\n" + restoreTry}
 	}
 	_, err = restore.Run(ctx, restore.Options{
 		DB:          cfg.DB,

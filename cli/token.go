@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
 )
 
@@ -25,11 +25,11 @@ func tokenCmd(_ context.Context, args []string, env Env) error {
 			continue
 		}
 		if name != "auth-tokens" {
-			return &server.UsageError{Msg: fmt.Sprintf("unknown flag %s for token\n%s", a, tokenUsage)}
+			return &config.UsageError{Msg: fmt.Sprintf("unknown flag %s for token\n%s", a, tokenUsage)}
 		}
 		if !hasValue {
 			if i+1 == len(args) {
-				return &server.UsageError{Msg: "--auth-tokens needs a file\n" + tokenUsage}
+				return &config.UsageError{Msg: "--auth-tokens needs a file\n" + tokenUsage}
 			}
 			i++
 			value = args[i]
@@ -37,19 +37,19 @@ func tokenCmd(_ context.Context, args []string, env Env) error {
 		path = value
 	}
 	if len(rest) == 0 {
-		return &server.UsageError{Msg: "token needs add, list or revoke\n" + tokenUsage}
+		return &config.UsageError{Msg: "token needs add, list or revoke\n" + tokenUsage}
 	}
 	if path == "" {
-		return &server.UsageError{Msg: "token needs --auth-tokens FILE (or MCP_SQLITE_AUTH_TOKENS)\n" + tokenUsage}
+		return &config.UsageError{Msg: "token needs --auth-tokens FILE (or MCP_SQLITE_AUTH_TOKENS)\n" + tokenUsage}
 	}
 	verb, rest := rest[0], rest[1:]
 	switch verb {
 	case "add", "revoke":
 		if len(rest) != 1 {
-			return &server.UsageError{Msg: fmt.Sprintf("token %s takes one agent name\nTry: mcp-sqlite-memory token %s alice --auth-tokens %s", verb, verb, path)}
+			return &config.UsageError{Msg: fmt.Sprintf("token %s takes one agent name\nTry: mcp-sqlite-memory token %s alice --auth-tokens %s", verb, verb, path)}
 		}
 		if err := tokens.CheckName(rest[0]); err != nil {
-			return &server.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory token " + verb + " alice --auth-tokens " + path}
+			return &config.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory token " + verb + " alice --auth-tokens " + path}
 		}
 		if verb == "revoke" {
 			found, err := tokens.Revoke(path, rest[0])
@@ -70,7 +70,7 @@ func tokenCmd(_ context.Context, args []string, env Env) error {
 		return nil
 	case "list":
 		if len(rest) != 0 {
-			return &server.UsageError{Msg: "token list takes no argument\nTry: mcp-sqlite-memory token list --auth-tokens " + path}
+			return &config.UsageError{Msg: "token list takes no argument\nTry: mcp-sqlite-memory token list --auth-tokens " + path}
 		}
 		entries, err := tokens.List(path)
 		if err != nil {
@@ -83,7 +83,7 @@ func tokenCmd(_ context.Context, args []string, env Env) error {
 		}
 		return tw.Flush()
 	}
-	return &server.UsageError{Msg: fmt.Sprintf("unknown token command %q\n%s", verb, tokenUsage)}
+	return &config.UsageError{Msg: fmt.Sprintf("unknown token command %q\n%s", verb, tokenUsage)}
 }
 
 // tokenHelp is token's --help.

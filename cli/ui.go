@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ui"
 )
 
@@ -32,7 +32,7 @@ func uiCmd(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if err := ui.CheckLoopback(addr); err != nil {
-		return &server.UsageError{Msg: err.Error() + "\nTry: " + uiTry}
+		return &config.UsageError{Msg: err.Error() + "\nTry: " + uiTry}
 	}
 	log := newLogger(env, cfg.Verbose)
 	ln, err := net.Listen("tcp", addr)
@@ -41,7 +41,7 @@ func uiCmd(ctx context.Context, args []string, env Env) error {
 	}
 	defer ln.Close()
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
-		return &server.UsageError{Msg: fmt.Sprintf("--addr %s resolved to %s, not a loopback address\nTry: %s", addr, ip, uiTry)}
+		return &config.UsageError{Msg: fmt.Sprintf("--addr %s resolved to %s, not a loopback address\nTry: %s", addr, ip, uiTry)}
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	login, secret, err := ui.NewLogin(port)
@@ -49,7 +49,7 @@ func uiCmd(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	view, err := ui.New(ctx, ui.Options{
-		DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: server.Stem(cfg.DB),
+		DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(cfg.DB),
 		Hosts: ui.LoopbackHosts(ln.Addr()), Authorized: login.Authorized, Login: login, Log: log,
 	})
 	if err != nil {

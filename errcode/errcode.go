@@ -12,6 +12,11 @@
 // compares with [Code.Is]: ipc.RunError says why a worker gave no answer
 // and leaves its wording to the server, yet errors.Is and [Of] read its
 // code as they read an Error's.
+//
+// Imports: nothing. It is under 150 lines on purpose: every side of the
+// process boundary (policy, search, ipc, worker, server, ui) returns its
+// errors, so folding it into any of them would make all the others import
+// that package; as a leaf it costs the worker nothing.
 package errcode
 
 import "errors"

@@ -17,4 +17,6 @@
 // a real model through the Anthropic Messages API; the model answers by
 // calling a submit_answer tool whose input schema is the task's answer shape.
 // RunAll runs any SolveFunc over the tasks and WriteReport prints the results.
+//
+// Imports: nothing of the project; never server, memory or worker.
 package eval

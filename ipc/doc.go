@@ -27,4 +27,10 @@
 // Platform specifics (process groups and Pdeathsig on Linux, Job Objects on
 // Windows) live in process_*.go behind three functions: prepare a command,
 // attach limits after start, and kill the worker with everything it started.
+//
+// Imports: errcode and sandbox only. Never worker, policy, memory, server,
+// rawsqlite or mcp-go: both the server and the lean worker link it. It
+// holds both ends of the worker protocol (go-plugin's layout): the host
+// side (Spawner, the standby pool, a process and its slot) and the child
+// side (Serve, with the Executor that package worker implements).
 package ipc

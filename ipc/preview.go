@@ -78,17 +78,11 @@ type ObjectChange struct {
 	Rows int64 `json:"rows,omitempty"`
 }
 
-// Snapshot kinds.
-const (
-	// SnapshotFull is a copy of the whole file through the backup API.
-	SnapshotFull = "full"
-)
-
 // SnapshotPlan is the snapshot a destructive statement's real run takes.
 type SnapshotPlan struct {
 	// Kind is SnapshotFull, or SnapshotUndo: an undo record (SPEC 5.6),
 	// whose size is what the statement changes (Bytes is then the
 	// database's size, which a full copy would have cost).
-	Kind  string `json:"kind"`
-	Bytes int64  `json:"bytes"`
+	Kind  SnapshotKind `json:"kind"`
+	Bytes int64        `json:"bytes"`
 }

@@ -17,7 +17,7 @@ import (
 // progressWorker plays the workers that write progress frames; modes not
 // listed here do nothing.
 func progressWorker(mode string, req *Request) int {
-	frame := func(phase string, done, total int64) {
+	frame := func(phase Phase, done, total int64) {
 		_ = WriteProgress(os.Stdout, Progress{Phase: phase, Done: done, Total: total})
 	}
 	answer := func() { _ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "done", Rows: 1}) }
@@ -65,7 +65,7 @@ func TestSpawnerProgress(t *testing.T) {
 		// Or no answer: a RunError of this reason, phase and budget, whose
 		// Err has wantErr.
 		wantReason RunReason
-		wantPhase  string
+		wantPhase  Phase
 		wantBudget time.Duration
 		wantErr    string
 		wantFrames []Progress

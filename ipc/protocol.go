@@ -34,29 +34,53 @@ const MaxRequestBytes = 8 << 20
 // MaxResponseBytes bounds a response frame; a variable so tests can lower it.
 var MaxResponseBytes int64 = 64 << 20
 
+// Op is an operation a worker performs.
+type Op string
+
 // Operations a worker performs.
 const (
-	OpQuery         = "query"          // run one agent statement (read/write/destructive/select mode)
-	OpCreateView    = "create_view"    // compile a SELECT under the read policy, then store it as a view
-	OpListTables    = "list_tables"    // tables and views with optional row counts
-	OpDescribeTable = "describe_table" // columns, foreign keys, indexes
-	OpSchema        = "get_schema"     // every CREATE statement as stored
-	OpSearch        = "search_text"    // SQL narrows rows, a regexp matches inside them
-	OpSnapshot      = "snapshot"       // back the database up now (Snapshot), run nothing else
+	OpQuery         Op = "query"          // run one agent statement (read/write/destructive/select mode)
+	OpCreateView    Op = "create_view"    // compile a SELECT under the read policy, then store it as a view
+	OpListTables    Op = "list_tables"    // tables and views with optional row counts
+	OpDescribeTable Op = "describe_table" // columns, foreign keys, indexes
+	OpSchema        Op = "get_schema"     // every CREATE statement as stored
+	OpSearch        Op = "search_text"    // SQL narrows rows, a regexp matches inside them
+	OpSnapshot      Op = "snapshot"       // back the database up now (Snapshot), run nothing else
+)
+
+// Mode is the policy mode a statement runs under (package policy's
+// modes, by name; the worker parses it with policy.ParseMode).
+type Mode string
+
+// Policy modes.
+const (
+	ModeSelect      Mode = "select"      // one SELECT, nothing else (the readonly profile)
+	ModeRead        Mode = "read"        // statements that read
+	ModeWrite       Mode = "write"       // writes that destroy nothing
+	ModeDestructive Mode = "destructive" // any write, after a snapshot
+)
+
+// Format is the shape of a read result.
+type Format string
+
+// Result formats.
+const (
+	FormatCSV  Format = "csv" // the default: CSV with a "# N rows" trailer
+	FormatJSON Format = "json"
 )
 
 // Request is what the front asks of one worker process.
 type Request struct {
 	Version int    `json:"v"`
-	Op      string `json:"op"`
+	Op      Op     `json:"op"`
 	DB      string `json:"db"`
 	// ReadOnlyFile opens the database read-only (the readonly profile).
 	ReadOnlyFile bool `json:"read_only_file,omitempty"`
 	// Mode is the policy mode: select, read, write or destructive.
-	Mode string `json:"mode,omitempty"`
+	Mode Mode   `json:"mode,omitempty"`
 	SQL  string `json:"sql,omitempty"`
-	// Format of a read result: "csv" (default) or "json".
-	Format string `json:"format,omitempty"`
+	// Format of a read result: FormatCSV (also when empty) or FormatJSON.
+	Format Format `json:"format,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
 	Offset int    `json:"offset,omitempty"`
 
@@ -115,21 +139,26 @@ type Snapshot struct {
 	// Mode is SnapshotFull (also when empty), SnapshotUndo, or
 	// SnapshotAuto: an undo record when the database is larger than
 	// FullMB MiB, else a full copy (SPEC 5.6).
-	Mode   string `json:"mode,omitempty"`
-	FullMB int    `json:"full_mb,omitempty"`
+	Mode   SnapshotKind `json:"mode,omitempty"`
+	FullMB int          `json:"full_mb,omitempty"`
 	// Reason is the agent's reason, kept in an undo record.
 	Reason string `json:"reason,omitempty"`
 }
 
-// Snapshot modes (--snapshot-mode).
-const (
-	SnapshotAuto = "auto"
-	SnapshotUndo = "undo" // an undo record; SnapshotFull (preview.go) a copy
-)
+// SnapshotKind is a kind of snapshot (SnapshotFull, SnapshotUndo), or
+// the --snapshot-mode that picks one (those, or SnapshotAuto).
+type SnapshotKind string
 
-// PartialSuffix ends the name of every snapshot still being written; a
-// file with it is never a complete snapshot.
-const PartialSuffix = ".partial"
+// Snapshot kinds and modes (--snapshot-mode).
+const (
+	// SnapshotFull is a copy of the whole file through the backup API.
+	SnapshotFull SnapshotKind = "full"
+	// SnapshotUndo is an undo record (SPEC 5.6).
+	SnapshotUndo SnapshotKind = "undo"
+	// SnapshotAuto (a mode only) takes an undo record when the database
+	// is larger than Snapshot.FullMB MiB, else a full copy.
+	SnapshotAuto SnapshotKind = "auto"
+)
 
 // View is create_view's request.
 type View struct {
@@ -183,7 +212,7 @@ type Response struct {
 	// Rows is the number of rows returned or affected, for the audit log.
 	Rows int64 `json:"rows"`
 	// Detail goes into the audit row (snapshot path, previous view SQL, ...).
-	Detail map[string]any `json:"detail,omitempty"`
+	Detail *Detail `json:"detail,omitempty"`
 	// Preview is the dry run's measure of a statement (a request with
 	// Preview). Nil in an OK answer to such a request means the worker
 	// found nothing to confirm and the response is the statement's own
@@ -275,17 +304,20 @@ func WriteResponse(w io.Writer, resp *Response) error {
 	return err
 }
 
+// Phase is what a worker is doing, in a progress frame.
+type Phase string
+
 // Progress phases.
 const (
 	// PhaseSnapshot: a destructive query is backing the database up
 	// (Done of Total pages copied). The first such frame, with Done 0,
 	// starts the snapshot's own time budget.
-	PhaseSnapshot = "snapshot"
+	PhaseSnapshot Phase = "snapshot"
 	// PhaseStatement: the snapshot is complete and the statement runs;
 	// its timeout starts now.
-	PhaseStatement = "statement"
+	PhaseStatement Phase = "statement"
 	// PhaseSearch: search_text is matching (Done of Total candidate rows).
-	PhaseSearch = "search"
+	PhaseSearch Phase = "search"
 )
 
 // Progress is an interim frame. A worker answering a version-2 request may
@@ -293,9 +325,9 @@ const (
 // {"v":2,"progress":{"phase":"snapshot","done":120,"total":4000}}.
 // A line with a "progress" member is never the header.
 type Progress struct {
-	Phase string `json:"phase"`
-	Done  int64  `json:"done"`
-	Total int64  `json:"total,omitempty"`
+	Phase Phase `json:"phase"`
+	Done  int64 `json:"done"`
+	Total int64 `json:"total,omitempty"`
 }
 
 // maxProgressBytes bounds one progress frame line.

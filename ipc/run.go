@@ -44,11 +44,11 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 	b := budgetsOf(req)
 	// Phase changes reach the kill timer below: at most a snapshot start
 	// and, after it, a statement start, so two slots never block.
-	phases := make(chan string, 2)
+	phases := make(chan Phase, 2)
 	answered := make(chan readResult, 1)
 	drained := make(chan struct{})
 	go func() {
-		phase := ""
+		var phase Phase
 		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {
 			switch {
 			case pr.Phase == PhaseSnapshot && phase == "" && b.snapshot > 0,

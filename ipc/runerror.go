@@ -42,7 +42,7 @@ const (
 
 // PhaseWaiting is the Phase of a RunError whose request never reached a
 // worker: the call was waiting for one. It is no progress frame's phase.
-const PhaseWaiting = "waiting"
+const PhaseWaiting Phase = "waiting"
 
 var runReasons = map[RunReason]struct {
 	name string
@@ -75,7 +75,7 @@ type RunError struct {
 	// Phase is where the request was: PhaseWaiting (not yet sent to a
 	// worker), PhaseSnapshot (a destructive query's snapshot) or
 	// PhaseStatement (the statement, or the worker before any frame).
-	Phase string
+	Phase Phase
 	// Budget is the time that ran out: the phase's budget (RunTimeout),
 	// ReadyWait (RunNotStarted).
 	Budget time.Duration
@@ -106,7 +106,7 @@ func (e *RunError) Unwrap() error { return e.Err }
 func (e *RunError) Error() string {
 	parts := []string{"worker run failed: " + e.Reason.String()}
 	if e.Phase != "" {
-		parts = append(parts, "phase "+e.Phase)
+		parts = append(parts, "phase "+string(e.Phase))
 	}
 	if e.Budget > 0 {
 		parts = append(parts, "budget "+e.Budget.String())

@@ -175,7 +175,7 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 
 // wantRunError checks that a call got no answer but a RunError of reason
 // in phase, with code, and returns it.
-func wantRunError(t *testing.T, resp *Response, err error, reason RunReason, phase string, code errcode.Code) *RunError {
+func wantRunError(t *testing.T, resp *Response, err error, reason RunReason, phase Phase, code errcode.Code) *RunError {
 	t.Helper()
 	var re *RunError
 	if !errors.As(err, &re) {

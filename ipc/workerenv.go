@@ -37,7 +37,7 @@ const (
 	// its children with it) exits at once.
 	EnvFrontPID = "MCP_SQLITE_WORKER_FRONT_PID"
 	// EnvPreopen names the database a worker opens while it waits for its
-	// request ("ro:" in front for a read-only open), so that a standby has
+	// request (preopenReadOnly in front for a read-only open), so that a standby has
 	// its connection open, its backstops set and the schema read before
 	// the call arrives.
 	EnvPreopen = "MCP_SQLITE_WORKER_PREOPEN"
@@ -46,6 +46,10 @@ const (
 	// The sandbox allowance travels as [sandbox.EnvAllowance] ("off" for
 	// --sandbox off), SQLite's temporary folder as [sandbox.EnvTempDir].
 )
+
+// preopenReadOnly marks, in front of EnvPreopen's path, a database the
+// standby opens read-only (the readonly profile).
+const preopenReadOnly = "ro:"
 
 // AddressSpaceMarginMB is added to a standby's address-space limit (Linux's
 // RLIMIT_AS) while it waits: the runtime goes on mapping after the worker
@@ -124,7 +128,7 @@ func (w WorkerEnv) Env(base []string) []string {
 	if w.Preopen != "" {
 		v := w.Preopen
 		if w.PreopenReadOnly {
-			v = "ro:" + v
+			v = preopenReadOnly + v
 		}
 		env = append(env, EnvPreopen+"="+v)
 	}
@@ -156,7 +160,7 @@ func DecodeWorkerEnv(getenv func(string) string) (WorkerEnv, WorkerEnvErrors) {
 		}
 	}
 	v := getenv(EnvPreopen)
-	w.Preopen, w.PreopenReadOnly = strings.CutPrefix(v, "ro:")
+	w.Preopen, w.PreopenReadOnly = strings.CutPrefix(v, preopenReadOnly)
 	w.Sandbox, w.SandboxOff, errs.Sandbox = sandbox.DecodeAllowance(getenv(sandbox.EnvAllowance))
 	w.TempDir = getenv(sandbox.EnvTempDir)
 	w.LogLevel = getenv(EnvLogLevel)

@@ -5,12 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // GenesisHash is the prev_hash of the first event: 64 '0' characters.
@@ -61,13 +60,13 @@ func appendCanonical(dst []byte, id int64, ts, session, kind, content, prevHash 
 	dst = strconv.AppendInt(dst, id, 10)
 	for _, s := range [...]string{ts, session, kind, content, prevHash} {
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, s, false)
+		dst = render.AppendJSONString(dst, s, render.KeepBytes)
 	}
 	return append(dst, ']')
 }
 
 // appendCanonicalBytes appends s as a JSON string of the canonical form,
-// the same bytes as appendJSONString(dst, string(s), false), for Verify,
+// the same bytes as render.AppendJSONString(dst, string(s), render.KeepBytes), for Verify,
 // which reads the fields as bytes. It skips eight bytes at a time while
 // none of them needs an escape, since the texts of a chain are mostly
 // plain.
@@ -85,7 +84,7 @@ func appendCanonicalBytes(dst, s []byte) []byte {
 		if i == len(s) {
 			return append(dst, '"')
 		}
-		dst = jsonesc.AppendByte(dst, s[i])
+		dst = render.AppendJSONEscape(dst, s[i])
 		s = s[i+1:]
 	}
 }
@@ -117,52 +116,4 @@ func wordNeedsEscape(x uint64) bool {
 func Hash(id int64, ts, session, kind, content, prevHash string) string {
 	sum := sha256.Sum256(Canonical(id, ts, session, kind, content, prevHash))
 	return hex.EncodeToString(sum[:])
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string the way Python's json module
-// writes it: '"' and '\\' escaped, \b \f \n \r \t short forms, other control
-// characters as lowercase \u00xx, and nothing else escaped (no HTML escaping;
-// U+2028, U+2029 and DEL stay raw). With ensureASCII, non-ASCII characters
-// become \uXXXX escapes (surrogate pairs above the BMP), as with Python's
-// default ensure_ascii=True.
-func appendJSONString(dst []byte, s string, ensureASCII bool) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x80 && ensureASCII {
-			dst = append(dst, s[start:i]...)
-			r, size := utf8.DecodeRuneInString(s[i:])
-			dst = appendUEscape(dst, r)
-			i += size
-			start = i
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		dst = jsonesc.AppendByte(dst, c)
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// appendUEscape writes r as \uXXXX, or a surrogate pair above the BMP.
-func appendUEscape(dst []byte, r rune) []byte {
-	if r > 0xffff {
-		r -= 0x10000
-		dst = appendU4(dst, 0xd800+(r>>10))
-		return appendU4(dst, 0xdc00+(r&0x3ff))
-	}
-	return appendU4(dst, r)
-}
-
-func appendU4(dst []byte, r rune) []byte {
-	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }

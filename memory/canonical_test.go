@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 type vector struct {
@@ -199,7 +201,7 @@ func TestCanonicalStringFastPath(t *testing.T) {
 	}
 	inputs = append(inputs, "", "plain text of more than eight bytes", strings.Repeat("x\"y", 100))
 	for _, s := range inputs {
-		want := string(appendJSONString(nil, s, false))
+		want := string(render.AppendJSONString(nil, s, render.KeepBytes))
 		if got := string(appendCanonicalBytes(nil, []byte(s))); got != want {
 			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
 		}
@@ -210,7 +212,7 @@ func FuzzCanonicalBytes(f *testing.F) {
 	f.Add("plain")
 	f.Add("\x00\"\\\u2028\x7f é 12345678")
 	f.Fuzz(func(t *testing.T, s string) {
-		want := appendJSONString(nil, s, false)
+		want := render.AppendJSONString(nil, s, render.KeepBytes)
 		if got := appendCanonicalBytes(nil, []byte(s)); !bytes.Equal(got, want) {
 			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
 		}

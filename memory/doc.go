@@ -46,4 +46,8 @@
 // until written; Close writes the queue (waiting up to [AuditFlushTimeout]).
 // A crash loses only the rows still queued. [AuditEntry.Bound] caps what a
 // row can hold, so a call cannot grow the log without bound.
+//
+// Imports: rawsqlite, policy (the one list of the server's objects),
+// render (the one JSON string escape) and osfile. Never worker, ipc,
+// server or mcp-go: the worker must not link it.
 package memory

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -65,45 +66,13 @@ func (e *ForeignObjectsError) Error() string {
 	fmt.Fprintf(&b, "%s: %v, so appends, checkpoints or the audit log could be dropped or rewritten:", e.Path, ErrForeignObjects)
 	var drops []string
 	for _, o := range e.Objects {
-		fmt.Fprintf(&b, "\n  %s %s: %s", o.Type, quoteName(o.Name), o.Why)
-		drops = append(drops, fmt.Sprintf("DROP %s %s;", strings.ToUpper(o.Type), quoteName(o.Name)))
+		fmt.Fprintf(&b, "\n  %s %s: %s", o.Type, rawsqlite.QuoteIdent(o.Name), o.Why)
+		drops = append(drops, fmt.Sprintf("DROP %s %s;", strings.ToUpper(o.Type), rawsqlite.QuoteIdent(o.Name)))
 	}
 	fmt.Fprintf(&b, "\nThe server does not serve this file while they exist. If you did not make them, drop them with the sqlite3 CLI:\n  sqlite3 %s '%s'\nor restore a snapshot from before they appeared (mcp-sqlite-memory restore).",
 		e.Path, strings.ReplaceAll(strings.Join(drops, " "), "'", `'\''`))
 	return b.String()
 }
-
-// quoteName quotes an SQL identifier.
-func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
-
-// fts5Shadows are the suffixes of an FTS5 table's shadow tables.
-var fts5Shadows = []string{"_data", "_idx", "_docsize", "_config", "_content"}
-
-// foldASCII lower-cases ASCII letters only, as SQLite compares names.
-func foldASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// serverNames are the server's tables, view, indexes and the indexes'
-// shadow tables, folded.
-var serverNames = func() map[string]bool {
-	m := make(map[string]bool)
-	for _, n := range ProtectedObjects {
-		m[foldASCII(n)] = true
-	}
-	for _, ix := range []string{IndexEvents, IndexCheckpoints} {
-		for _, sfx := range fts5Shadows {
-			m[foldASCII(ix+sfx)] = true
-		}
-	}
-	return m
-}()
 
 // ownObjects maps the folded name of each trigger, view and index the
 // server creates to its SQL as SQLite stores it (the statement without
@@ -112,13 +81,14 @@ var ownObjects = func() map[string]string {
 	m := make(map[string]string)
 	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
 		if mm := ddlName.FindStringSubmatch(stmt); mm != nil && !strings.HasPrefix(stmt, "CREATE TABLE") {
-			m[foldASCII(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
+			m[rawsqlite.FoldName(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
 		}
 	}
 	return m
 }()
 
-type masterRow struct{ typ, name, table, sql string }
+// masterRow is one row of sqlite_master.
+type masterRow = rawsqlite.SchemaObject
 
 // checkForeign runs the start check on the database at path (see above)
 // and returns a *ForeignObjectsError when it finds foreign objects.
@@ -142,23 +112,10 @@ func checkForeign(path string) error {
 }
 
 func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
-	var rows []masterRow
-	q, _, err := c.Prepare(`SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_master`)
+	rows, err := c.Schema()
 	if err != nil {
 		return nil, err
 	}
-	for {
-		ok, err := q.Step()
-		if err != nil {
-			q.Finalize()
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		rows = append(rows, masterRow{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2), q.ColumnText(3)})
-	}
-	q.Finalize()
 
 	why := make(map[string]map[string]bool) // "type\x00name" -> reasons
 	types := make(map[string]string)        // folded trigger name -> its row's name
@@ -170,19 +127,19 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		why[k][reason] = true
 	}
 	own := func(r masterRow) bool {
-		want, ok := ownObjects[foldASCII(r.name)]
-		return ok && r.sql == want
+		want, ok := ownObjects[rawsqlite.FoldName(r.Name)]
+		return ok && r.SQL == want
 	}
 	for _, r := range rows {
-		server := serverNames[foldASCII(r.name)]
-		switch r.typ {
+		server := policy.IsProtected(r.Name)
+		switch r.Type {
 		case "trigger":
 			if !own(r) {
-				types[foldASCII(r.name)] = r.name
+				types[rawsqlite.FoldName(r.Name)] = r.Name
 			}
 		case "view":
 			if server && !own(r) {
-				add("view", r.name, "holds the name of a server object")
+				add("view", r.Name, "holds the name of a server object")
 			}
 		case "table":
 			// A server name held by a table of another shape is
@@ -193,13 +150,13 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 			if !server {
 				continue
 			}
-			idx, err := indexesOf(c, r.name)
+			idx, err := indexesOf(c, r.Name)
 			if err != nil {
 				return nil, err
 			}
 			for _, name := range idx {
-				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{"index", name, r.name, sql}) {
-					add("index", name, "is an index on "+r.name+", which the server did not create")
+				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{Type: "index", Name: name, Table: r.Name, SQL: sql}) {
+					add("index", name, "is an index on "+r.Name+", which the server did not create")
 				}
 			}
 		}
@@ -215,16 +172,16 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		if r.Trigger == "" {
 			return rawsqlite.AuthOK
 		}
-		name, foreign := types[foldASCII(r.Trigger)]
+		name, foreign := types[rawsqlite.FoldName(r.Trigger)]
 		if !foreign {
 			return rawsqlite.AuthOK
 		}
-		if serverNames[foldASCII(current)] {
+		if policy.IsProtected(current) {
 			add("trigger", name, "runs on writes to "+current)
 		}
 		switch r.Action {
 		case rawsqlite.AuthRead, rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			if serverNames[foldASCII(r.Arg1)] {
+			if policy.IsProtected(r.Arg1) {
 				verb := map[int]string{rawsqlite.AuthRead: "reads ", rawsqlite.AuthInsert: "inserts into ", rawsqlite.AuthUpdate: "updates ", rawsqlite.AuthDelete: "deletes from "}[r.Action]
 				add("trigger", name, verb+r.Arg1)
 			}
@@ -236,19 +193,19 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 	}
 	defer func() { _ = c.SetAuthorizer(nil) }()
 	for _, r := range rows {
-		if (r.typ != "table" && r.typ != "view") || strings.HasPrefix(strings.ToUpper(r.sql), "CREATE VIRTUAL TABLE") {
+		if (r.Type != "table" && r.Type != "view") || strings.HasPrefix(strings.ToUpper(r.SQL), "CREATE VIRTUAL TABLE") {
 			continue
 		}
-		cols, err := columnsOf(c, r.name)
+		cols, err := columnsOf(c, r.Name)
 		if err != nil || len(cols) == 0 {
 			continue
 		}
 		sets := make([]string, len(cols))
 		for i, col := range cols {
-			sets[i] = quoteName(col) + " = " + quoteName(col)
+			sets[i] = rawsqlite.QuoteIdent(col) + " = " + rawsqlite.QuoteIdent(col)
 		}
-		t := "main." + quoteName(r.name)
-		current = r.name
+		t := "main." + rawsqlite.QuoteIdent(r.Name)
+		current = r.Name
 		for _, stmt := range []string{
 			"INSERT INTO " + t + " DEFAULT VALUES",
 			"UPDATE " + t + " SET " + strings.Join(sets, ", "),
@@ -283,26 +240,19 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 
 // columnsOf lists the columns of a table or view.
 func columnsOf(c *rawsqlite.Conn, table string) ([]string, error) {
-	q, _, err := c.Prepare(`SELECT name FROM pragma_table_info(` + sqlString(table) + `, 'main')`)
-	if err != nil {
-		return nil, err
-	}
-	defer q.Finalize()
-	var out []string
-	for {
-		ok, err := q.Step()
-		if err != nil || !ok {
-			return out, err
-		}
-		out = append(out, q.ColumnText(0))
-	}
+	return firstColumn(c, `SELECT name FROM pragma_table_info(`+sqlString(table)+`, 'main')`)
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // indexesOf lists the indexes made by CREATE INDEX on a table.
 func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
-	q, _, err := c.Prepare(`SELECT name FROM pragma_index_list(` + sqlString(table) + `, 'main') WHERE origin = 'c'`)
+	return firstColumn(c, `SELECT name FROM pragma_index_list(`+sqlString(table)+`, 'main') WHERE origin = 'c'`)
+}
+
+// firstColumn is the first column of every row query returns, as text.
+func firstColumn(c *rawsqlite.Conn, query string) ([]string, error) {
+	q, _, err := c.Prepare(query)
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +270,8 @@ func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
 // sqlOf finds the SQL of the object of type typ named name.
 func sqlOf(rows []masterRow, typ, name string) (string, bool) {
 	for _, r := range rows {
-		if r.typ == typ && foldASCII(r.name) == foldASCII(name) {
-			return r.sql, true
+		if r.Type == typ && rawsqlite.FoldName(r.Name) == rawsqlite.FoldName(name) {
+			return r.SQL, true
 		}
 	}
 	return "", false

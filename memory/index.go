@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // The full-text index (SPEC 5.4). Two FTS5 tables with external content,
@@ -44,8 +46,8 @@ import (
 // same transaction as the document, so max(id) there is the last indexed
 // event and cannot drift from the index.
 const (
-	IndexEvents      = "memory_events_fts"
-	IndexCheckpoints = "memory_checkpoints_fts"
+	IndexEvents      = policy.IndexEvents
+	IndexCheckpoints = policy.IndexCheckpoints
 
 	// tokenizer is the FTS5 tokenize option of both indexes.
 	tokenizer = `unicode61 remove_diacritics 2 tokenchars '_'`

@@ -14,9 +14,9 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // Portable memory (SPEC 5.4): the chain as JSON Lines, one object a line,
@@ -164,11 +164,11 @@ func queryOne(c *rawsqlite.Conn, sql string, read func(*rawsqlite.Stmt)) error {
 func appendCheckpointLine(dst []byte, c Checkpoint) []byte {
 	dst = append(dst, `{"type":"checkpoint","id":`...)
 	dst = strconv.AppendInt(dst, c.ID, 10)
-	dst = appendJSONString(append(dst, `,"ts":`...), c.TS, false)
-	dst = appendJSONString(append(dst, `,"session":`...), c.Session, false)
-	dst = appendJSONString(append(dst, `,"summary":`...), c.Summary, false)
+	dst = render.AppendJSONString(append(dst, `,"ts":`...), c.TS, render.KeepBytes)
+	dst = render.AppendJSONString(append(dst, `,"session":`...), c.Session, render.KeepBytes)
+	dst = render.AppendJSONString(append(dst, `,"summary":`...), c.Summary, render.KeepBytes)
 	dst = strconv.AppendInt(append(dst, `,"last_event_id":`...), c.LastEventID, 10)
-	dst = appendJSONString(append(dst, `,"head_hash":`...), c.HeadHash, false)
+	dst = render.AppendJSONString(append(dst, `,"head_hash":`...), c.HeadHash, render.KeepBytes)
 	return append(dst, "}\n"...)
 }
 
@@ -409,7 +409,7 @@ func placeImport(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("memory: import: %w", err)
 	}
-	dirsync.Sync(filepath.Dir(path))
+	osfile.SyncDir(filepath.Dir(path))
 	return nil
 }
 

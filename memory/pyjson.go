@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // The audit rows' detail column holds JSON as the Python reference server
@@ -27,7 +29,7 @@ func appendPyJSON(b []byte, v any) []byte {
 	case nil:
 		return append(b, "null"...)
 	case string:
-		return appendJSONString(b, x, false)
+		return render.AppendJSONString(b, x, render.KeepBytes)
 	case bool:
 		return strconv.AppendBool(b, x)
 	case int:
@@ -47,16 +49,16 @@ func appendPyJSON(b []byte, v any) []byte {
 	case time.Duration:
 		return strconv.AppendInt(b, x.Milliseconds(), 10)
 	case error:
-		return appendJSONString(b, x.Error(), false)
+		return render.AppendJSONString(b, x.Error(), render.KeepBytes)
 	case fmt.Stringer:
-		return appendJSONString(b, x.String(), false)
+		return render.AppendJSONString(b, x.String(), render.KeepBytes)
 	case []string:
 		b = append(b, '[')
 		for i, s := range x {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
-			b = appendJSONString(b, s, false)
+			b = render.AppendJSONString(b, s, render.KeepBytes)
 		}
 		return append(b, ']')
 	case []any:
@@ -79,7 +81,7 @@ func appendPyJSON(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
-			b = appendJSONString(b, k, false)
+			b = render.AppendJSONString(b, k, render.KeepBytes)
 			b = append(b, ": "...)
 			b = appendPyJSON(b, x[k])
 		}
@@ -94,7 +96,7 @@ func appendPyJSON(b []byte, v any) []byte {
 	}
 	enc, err := json.Marshal(v)
 	if err != nil {
-		return appendJSONString(b, fmt.Sprint(v), false)
+		return render.AppendJSONString(b, fmt.Sprint(v), render.KeepBytes)
 	}
 	return append(b, enc...)
 }

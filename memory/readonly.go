@@ -4,12 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/hashicorp/go-hclog"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
@@ -29,35 +26,13 @@ func ReadOnlyDSN(abs string) string {
 // through ReadOnlyDSN connections only: Verify and Export work, Append,
 // Checkpoint and Audit fail. Nothing it does changes the file's bytes.
 func OpenReadOnly(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
-	}
-	db, err := sql.Open("sqlite", ReadOnlyDSN(abs))
-	if err != nil {
-		return nil, fmt.Errorf("memory: open %s: %w", abs, err)
-	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	var n int
-	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, TableEvents).Scan(&n)
-	switch {
-	case sqliteCode(err) == sqlite3.SQLITE_NOTADB:
-		err = ErrNotDatabase
-	case err == nil && n == 0:
-		err = ErrNoChain
-	case err == nil:
-		err = checkColumns(ctx, db, TableEvents)
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("memory: %s: %w", abs, err)
-	}
-	return newStore(ctx, db, abs, synchronousFull, log)
+	return openExisting(ctx, path, log, func(abs string) (*sql.DB, error) {
+		db, err := sql.Open("sqlite", ReadOnlyDSN(abs))
+		if err != nil {
+			return nil, fmt.Errorf("memory: open %s: %w", abs, err)
+		}
+		db.SetMaxOpenConns(4)
+		db.SetMaxIdleConns(4)
+		return db, nil
+	})
 }

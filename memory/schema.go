@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
 // The bootstrap statements, byte for byte those of the reference server:
@@ -64,20 +66,15 @@ SELECT id, ts, tool, query, error FROM query_log WHERE ok = 0 ORDER BY id DESC`,
 	}
 )
 
-// Server object names, as in sqlite_master.
+// Server object names, as in sqlite_master: policy's list of the server's
+// objects (policy.ProtectedTables and policy.ServerIndexes), the one home
+// of these names.
 const (
-	TableEvents      = "memory_events"
-	TableCheckpoints = "memory_checkpoints"
-	TableQueryLog    = "query_log"
-	ViewQueryErrors  = "query_errors"
+	TableEvents      = policy.TableEvents
+	TableCheckpoints = policy.TableCheckpoints
+	TableQueryLog    = policy.TableQueryLog
+	ViewQueryErrors  = policy.ViewQueryErrors
 )
-
-// ProtectedObjects are the server's own tables and view: no tool may change
-// them (SPEC 4). The policy package keeps its own list; this one is the
-// memory layer's view of the same set.
-// The full-text index (index.go) is among them; its shadow tables go with
-// it.
-var ProtectedObjects = []string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, IndexEvents, IndexCheckpoints}
 
 // wantColumns is what the server needs of an existing table; a same-named
 // table of another shape is refused instead of failing on the first append.

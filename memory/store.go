@@ -220,6 +220,16 @@ func open(ctx context.Context, path, syncLevel string, log hclog.Logger) (*Store
 // verify command. A missing file is an fs.ErrNotExist error, a file that is
 // not SQLite ErrNotDatabase, a database without memory_events ErrNoChain.
 func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
+	return openExisting(ctx, path, log, func(abs string) (*sql.DB, error) {
+		db, _, err := openDB(ctx, abs, false, synchronousFull, log)
+		return db, err
+	})
+}
+
+// openExisting is OpenExisting and OpenReadOnly: the path checks, then the
+// database open opens (its errors returned as they are), then the chain's
+// table and its columns.
+func openExisting(ctx context.Context, path string, log hclog.Logger, open func(abs string) (*sql.DB, error)) (*Store, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -230,16 +240,18 @@ func OpenExisting(ctx context.Context, path string, log hclog.Logger) (*Store, e
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	db, _, err := openDB(ctx, abs, false, synchronousFull, log)
+	db, err := open(abs)
 	if err != nil {
 		return nil, err
 	}
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, TableEvents).Scan(&n)
-	if err == nil && n == 0 {
+	switch {
+	case sqliteCode(err) == sqlite3.SQLITE_NOTADB:
+		err = ErrNotDatabase
+	case err == nil && n == 0:
 		err = ErrNoChain
-	}
-	if err == nil {
+	case err == nil:
 		err = checkColumns(ctx, db, TableEvents)
 	}
 	if err != nil {

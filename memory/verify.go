@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // Verification is the result of recomputing the chain.
@@ -50,12 +51,12 @@ func (v Verification) JSON() string {
 	b = append(b, `, "head_id": `...)
 	b = strconv.AppendInt(b, v.HeadID, 10)
 	b = append(b, `, "head_hash": `...)
-	b = appendJSONString(b, v.HeadHash, true)
+	b = render.AppendJSONString(b, v.HeadHash, render.EscapeAll)
 	if !v.OK {
 		b = append(b, `, "break_at_id": `...)
 		b = strconv.AppendInt(b, v.BreakAtID, 10)
 		b = append(b, `, "reason": `...)
-		b = appendJSONString(b, v.Reason, true)
+		b = render.AppendJSONString(b, v.Reason, render.EscapeAll)
 	}
 	return string(append(b, '}'))
 }

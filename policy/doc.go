@@ -47,4 +47,9 @@
 // values, seen only in the compiled program; CREATE TRIGGER and CREATE VIEW
 // bodies are checked when they are used, not when they are created;
 // REPLACE's implicit deletes are not reported.
+//
+// Imports: errcode and rawsqlite (SQLite's identifier folding) only. Never
+// worker, memory, ipc or server. It holds the one list of the server's
+// objects (TableEvents ... IndexCheckpoints), which memory creates and
+// everything else asks about through IsProtected and IsServerObject.
 package policy

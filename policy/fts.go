@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // FTS special commands.
@@ -109,11 +110,11 @@ func CheckFTSCommands(mode Mode, program []Op, tables []FTSTable) *errcode.Error
 				return ftsComputed(t.Name, triggerOf(seg))
 			}
 			for _, v := range values {
-				if ftsMaintenance[FoldName(v)] {
+				if ftsMaintenance[rawsqlite.FoldName(v)] {
 					continue
 				}
 				why := "is an FTS command that removes indexed data"
-				if f := FoldName(v); f != "delete-all" && f != "delete" {
+				if f := rawsqlite.FoldName(v); f != "delete-all" && f != "delete" {
 					why = "is not one of the FTS maintenance commands that lose nothing"
 				}
 				return &errcode.Error{Code: errcode.ReadOnly, Message: fmt.Sprintf(

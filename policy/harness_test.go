@@ -284,7 +284,7 @@ func checkFTS(c *rawsqlite.Conn, a *Authorizer, mode Mode, st *rawsqlite.Stmt) e
 		var command string
 		eachRow(c, "SELECT cid, name, hidden FROM pragma_table_xinfo('"+strings.ReplaceAll(name, "'", "''")+"')", func(r *rawsqlite.Stmt) {
 			t.Columns++
-			if r.ColumnInt64(2) != 0 && SameName(r.ColumnText(1), name) {
+			if r.ColumnInt64(2) != 0 && rawsqlite.SameName(r.ColumnText(1), name) {
 				t.Command, command = int(r.ColumnInt64(0)), r.ColumnText(1)
 			}
 		})

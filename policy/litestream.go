@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // IsReplicationTable reports whether name is one of the tables Litestream
@@ -16,7 +17,7 @@ import (
 // dropping them breaks replication until Litestream restarts, so no tool
 // may write them.
 func IsReplicationTable(name string) bool {
-	return strings.HasPrefix(FoldName(name), "_litestream_")
+	return strings.HasPrefix(rawsqlite.FoldName(name), "_litestream_")
 }
 
 // replication refuses a write or schema change of a Litestream table.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // Mode is the policy profile of one tool.
@@ -58,25 +59,38 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("policy: unknown mode %q (want select, read, write or destructive)", s)
 }
 
+// The server's own objects, by name as in sqlite_schema: the one list of
+// them. Package memory creates them under these names; the worker, restore
+// and the person's view tell them from the agent's through [IsProtected]
+// and [IsServerObject].
+const (
+	TableEvents      = "memory_events"
+	TableCheckpoints = "memory_checkpoints"
+	TableQueryLog    = "query_log"
+	ViewQueryErrors  = "query_errors"
+	IndexEvents      = "memory_events_fts"
+	IndexCheckpoints = "memory_checkpoints_fts"
+)
+
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
-var ProtectedTables = [...]string{"memory_events", "memory_checkpoints", "query_log", "query_errors"}
+var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
 
 // ServerIndexes are the server's full-text index of the memory (FTS5
 // tables with external content, SPEC 5.4): readable with MATCH, bm25(),
 // snippet() and highlight(), never written through SQL tools, FTS
 // commands included (an FTS command is an INSERT into the table).
-var ServerIndexes = [...]string{"memory_events_fts", "memory_checkpoints_fts"}
+var ServerIndexes = [...]string{IndexEvents, IndexCheckpoints}
 
 // fts5Shadows are the suffixes of an FTS5 table's shadow tables.
 var fts5Shadows = [...]string{"_data", "_idx", "_docsize", "_config", "_content"}
 
 // IsProtected reports whether name is one of ProtectedTables, a server
 // index or one of its shadow tables, compared as SQLite compares names
-// (see [SameName]).
+// (see [rawsqlite.SameName]).
 func IsProtected(name string) bool {
 	for _, p := range ProtectedTables {
-		if SameName(name, p) {
+		if rawsqlite.SameName(name, p) {
 			return true
 		}
 	}
@@ -87,7 +101,7 @@ func IsProtected(name string) bool {
 // table it is, or "".
 func IsServerIndex(name string) string {
 	for _, p := range ServerIndexes {
-		if len(name) < len(p) || !SameName(name[:len(p)], p) {
+		if len(name) < len(p) || !rawsqlite.SameName(name[:len(p)], p) {
 			continue
 		}
 		rest := name[len(p):]
@@ -95,7 +109,7 @@ func IsServerIndex(name string) string {
 			return p
 		}
 		for _, suffix := range fts5Shadows {
-			if SameName(rest, suffix) {
+			if rawsqlite.SameName(rest, suffix) {
 				return p
 			}
 		}
@@ -127,44 +141,6 @@ func ValidViewName(name string) bool {
 // caller's to add: only the schema knows which virtual tables own them.
 func IsServerObject(name, tbl string) bool {
 	return IsProtected(name) || IsProtected(tbl) || IsReplicationTable(tbl)
-}
-
-// SameName compares two SQL identifiers the way SQLite does: ASCII letters
-// without regard to case, every other byte exactly. Go's strings.EqualFold
-// folds Unicode too ("ſ" matches "s", the Kelvin sign matches "k"), so it
-// would call names equal that SQLite keeps apart.
-func SameName(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lowerASCII(a[i]) != lowerASCII(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// FoldName lower-cases the ASCII letters of name, SQLite's notion of case
-// for identifiers; other bytes stay as they are.
-func FoldName(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' {
-			b := []byte(name)
-			for j := i; j < len(b); j++ {
-				b[j] = lowerASCII(b[j])
-			}
-			return string(b)
-		}
-	}
-	return name
-}
-
-func lowerASCII(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // Options refine a mode.
@@ -237,7 +213,7 @@ func New(mode Mode, opts Options) *Authorizer {
 	a := &Authorizer{mode: mode, shadow: make(map[string]bool), createView: opts.CreateView}
 	for n, ok := range opts.ShadowTables {
 		if ok {
-			a.shadow[FoldName(n)] = true
+			a.shadow[rawsqlite.FoldName(n)] = true
 		}
 	}
 	return a
@@ -309,7 +285,7 @@ func (a *Authorizer) Authorize(c Call) int {
 		if a.inserts == nil {
 			a.inserts = make(map[string]string)
 		}
-		a.inserts[FoldName(c.Arg1)] = c.Arg1
+		a.inserts[rawsqlite.FoldName(c.Arg1)] = c.Arg1
 	}
 	if c.Trigger == "" {
 		a.note(c.Action, c.Arg1)
@@ -366,7 +342,7 @@ var vtabModules = map[string][]string{
 // hasShadowSuffix reports a name ending like a shadow table of one of
 // vtabModules (geopoly, compiled in as well, uses R*Tree's).
 func hasShadowSuffix(name string) bool {
-	n := FoldName(name)
+	n := rawsqlite.FoldName(name)
 	for _, suffixes := range vtabModules {
 		for _, s := range suffixes {
 			if len(n) > len(s) && strings.HasSuffix(n, s) {
@@ -384,14 +360,14 @@ func (a *Authorizer) decide(c Call) *errcode.Error {
 		a.selectSeen = true
 		return nil
 	case ActionRead:
-		if SameName(arg1, "sqlite_dbpage") {
+		if rawsqlite.SameName(arg1, "sqlite_dbpage") {
 			return a.policy("reading sqlite_dbpage is not allowed in any tool: it returns raw database pages, including free pages that still hold deleted rows")
 		}
 		return nil
 	case ActionRecursive:
 		return nil
 	case ActionFunction:
-		if why, bad := deniedFunctions[FoldName(arg2)]; bad {
+		if why, bad := deniedFunctions[rawsqlite.FoldName(arg2)]; bad {
 			return a.policy(fmt.Sprintf("%s() is not allowed in any tool: %s", arg2, why))
 		}
 		return nil
@@ -473,14 +449,14 @@ func (a *Authorizer) write(action int, table, trigger string) *errcode.Error {
 		// FTS5/R*Tree upkeep. R*Tree prepares these when it connects, even
 		// for a SELECT; defensive mode keeps agent SQL off shadow tables.
 		return nil
-	case action == ActionDelete && a.ddlSeen && a.createView != "" && SameName(table, a.createView):
+	case action == ActionDelete && a.ddlSeen && a.createView != "" && rawsqlite.SameName(table, a.createView):
 		return nil // DROP VIEW reports a DELETE of the view it drops
 	case hasSQLitePrefix(table):
 		if a.ddlSeen && isUpkeepTable(table) {
 			return nil // DROP TABLE and ALTER TABLE clean up sqlite_stat*/sqlite_sequence
 		}
 		msg := fmt.Sprintf("%s on %s is not allowed in any tool: it is SQLite's own table", actionWord(action), table)
-		if action == ActionDelete && strings.HasPrefix(FoldName(table), "sqlite_stat") {
+		if action == ActionDelete && strings.HasPrefix(rawsqlite.FoldName(table), "sqlite_stat") {
 			// ANALYZE t deletes t's rows before it reports itself.
 			msg += " (ANALYZE of a single table or index clears its statistics this way and is refused too; run ANALYZE without a name)"
 		}
@@ -523,7 +499,7 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *errcode.Error 
 		}
 		return a.require(Write, what, trigger)
 	case ActionCreateVTable:
-		suffixes, ok := vtabModules[FoldName(arg2)]
+		suffixes, ok := vtabModules[rawsqlite.FoldName(arg2)]
 		if !ok {
 			return a.policy(fmt.Sprintf("CREATE VIRTUAL TABLE ... USING %s is not allowed in any tool; only the fts5 and rtree modules are", arg2))
 		}
@@ -534,11 +510,11 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *errcode.Error 
 			a.newShadow = make(map[string]bool)
 		}
 		for _, s := range suffixes {
-			a.newShadow[FoldName(arg1+s)] = true
+			a.newShadow[rawsqlite.FoldName(arg1+s)] = true
 		}
 		return nil
 	case ActionCreateView, ActionDropView:
-		if a.createView != "" && SameName(arg1, a.createView) {
+		if a.createView != "" && rawsqlite.SameName(arg1, a.createView) {
 			return nil
 		}
 		if action == ActionCreateView {
@@ -557,9 +533,9 @@ func (a *Authorizer) ddl(action int, arg1, arg2, trigger string) *errcode.Error 
 // sqlite_temp_master (ALTER TABLE rewrites it) stays allowed.
 func (a *Authorizer) database(action int, table, db string) *errcode.Error {
 	switch {
-	case db == "" || SameName(db, "main"):
+	case db == "" || rawsqlite.SameName(db, "main"):
 		return nil
-	case SameName(db, "temp"):
+	case rawsqlite.SameName(db, "temp"):
 		if isSchemaTable(table) {
 			return nil
 		}
@@ -574,7 +550,7 @@ func (a *Authorizer) database(action int, table, db string) *errcode.Error {
 // PRAGMA user_version = ” stores 0), so only its value-less read is
 // allowed.
 func (a *Authorizer) pragma(name, value string, valueNull bool) *errcode.Error {
-	n := FoldName(name)
+	n := rawsqlite.FoldName(name)
 	if a.mode == Select && !a.selectSeen {
 		// Inside a SELECT, PRAGMAs come from pragma_* table-valued
 		// functions and FTS5; a PRAGMA statement reports its PRAGMA first.
@@ -626,7 +602,7 @@ func (a *Authorizer) require(need Mode, what, trigger string) *errcode.Error {
 }
 
 func (a *Authorizer) protected(table, trigger string) *errcode.Error {
-	name := FoldName(table)
+	name := rawsqlite.FoldName(table)
 	msg := name + " is managed by the server and is append-only; it cannot be changed through SQL tools"
 	if name == "query_errors" {
 		msg = name + " is managed by the server; it cannot be changed through SQL tools"
@@ -661,17 +637,17 @@ func (a *Authorizer) readOnly(msg string) *errcode.Error {
 }
 
 func (a *Authorizer) isShadow(table string) bool {
-	t := FoldName(table)
+	t := rawsqlite.FoldName(table)
 	return a.shadow[t] || a.newShadow[t]
 }
 
 func hasSQLitePrefix(name string) bool {
-	return len(name) >= 7 && SameName(name[:7], "sqlite_")
+	return len(name) >= 7 && rawsqlite.SameName(name[:7], "sqlite_")
 }
 
 // isSchemaTable reports the schema tables whose writes are DDL bookkeeping.
 func isSchemaTable(name string) bool {
-	switch FoldName(name) {
+	switch rawsqlite.FoldName(name) {
 	case "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema":
 		return true
 	}
@@ -680,7 +656,7 @@ func isSchemaTable(name string) bool {
 
 // isUpkeepTable reports the SQLite tables that DDL updates after itself.
 func isUpkeepTable(name string) bool {
-	switch FoldName(name) {
+	switch rawsqlite.FoldName(name) {
 	case "sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4":
 		return true
 	}

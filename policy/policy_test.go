@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // Expected decisions, per mode: "ok", or a code shorthand optionally
@@ -596,11 +597,11 @@ func TestNames(t *testing.T) {
 		{"a", "ab", false},
 	}
 	for _, c := range cases {
-		if got := SameName(c.a, c.b); got != c.same {
-			t.Errorf("SameName(%q, %q) = %v", c.a, c.b, got)
+		if got := rawsqlite.SameName(c.a, c.b); got != c.same {
+			t.Errorf("rawsqlite.SameName(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
-	if got := FoldName("Memory_\u00c9VENTS\u017f"); got != "memory_\u00c9vents\u017f" {
+	if got := rawsqlite.FoldName("Memory_\u00c9VENTS\u017f"); got != "memory_\u00c9vents\u017f" {
 		t.Errorf("FoldName = %q", got)
 	}
 }

@@ -46,4 +46,9 @@
 // some other code in the process initialized SQLite first, that is no longer
 // possible and [MemStatsEnabled] reports false: [SetHardHeapLimit] is then
 // recorded but not enforced.
+//
+// Imports: nothing of the project. It also holds what SQL text needs of
+// names, once: QuoteIdent, FoldName and SameName, the catalogue's one
+// reader (SchemaQuery, Conn.Schema) and the one immediate write
+// transaction (Conn.BeginImmediate).
 package rawsqlite

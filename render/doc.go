@@ -35,4 +35,8 @@
 //   - JSON applies the same caps; having no trailer, it signals a byte cap
 //     stop with hasMore=true, so offset+returnedRows resumes correctly.
 //   - A cap <= 0 means no limit.
+//
+// Imports: nothing of the project (values arrive as Value). It holds the
+// one JSON string escape (jsonstring.go) that memory's canonical form, the
+// audit details and the JSON results share.
 package render

@@ -1,10 +1,8 @@
 package render
 
 import (
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // JSON renders a result in the shape of the read-only profile (SPEC 6):
@@ -107,33 +105,7 @@ func (w *JSON) Finish(moreRows bool) []byte {
 // quote, backslash and control characters; invalid UTF-8 becomes \ufffd.
 func appendJSONString(dst []byte, s string, max int) ([]byte, bool) {
 	i, extra := cutPoint(s, max)
-	s = s[:i]
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = jsonesc.AppendByte(dst, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
+	dst = appendJSONBody(append(dst, '"'), s[:i], ReplaceInvalid)
 	if extra > 0 {
 		dst = appendCutSuffix(dst, extra)
 	}

@@ -6,4 +6,6 @@
 // locks that keep `restore` away (the server's shared lock on the database,
 // on Unix) and a second Litestream away (the replicator lock, one server at
 // a time), so neither is released before Litestream has finished.
+//
+// Imports: osfile only. Never server (which calls it), memory or worker.
 package replicate

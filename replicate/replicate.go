@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver for hasReplicationTables
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 )
 
 // litestreamVersion is the Litestream release the README's recipe and the
@@ -377,7 +377,7 @@ func (r *Replication) tryStart() error {
 		return nil
 	}
 	if !r.locked {
-		if err := filelock.Exclusive(r.lock); errors.Is(err, filelock.ErrHeld) {
+		if err := osfile.LockExclusive(r.lock); errors.Is(err, osfile.ErrHeld) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("--replicate: lock %s: %w", r.lock.Name(), err)
@@ -483,7 +483,7 @@ func (r *Replication) Close() error {
 		}
 		return nil
 	}
-	if filelock.Exclusive(r.lock) != nil {
+	if osfile.LockExclusive(r.lock) != nil {
 		r.log.Info("another server's Litestream replicates this database; it syncs this session's writes")
 		return nil
 	}

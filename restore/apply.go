@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // applyAgentObjects replaces the agent's objects of the database ("main")
@@ -31,7 +31,7 @@ func applyAgentObjects(ctx context.Context, tx *sql.Tx, cur, snap *catalog) erro
 			if o.list == "shadow" {
 				continue
 			}
-			if err := exec("DROP " + strings.ToUpper(typ) + " IF EXISTS main." + quote(o.name)); err != nil {
+			if err := exec("DROP " + strings.ToUpper(typ) + " IF EXISTS main." + rawsqlite.QuoteIdent(o.name)); err != nil {
 				return err
 			}
 		}
@@ -87,15 +87,15 @@ func copyRows(ctx context.Context, tx *sql.Tx, o object) error {
 	}
 	list := make([]string, len(cols))
 	for i, c := range cols {
-		list[i] = quote(c)
+		list[i] = rawsqlite.QuoteIdent(c)
 	}
 	names := strings.Join(list, ", ")
 	if o.list == "shadow" {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM main."+quote(o.name)); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM main."+rawsqlite.QuoteIdent(o.name)); err != nil {
 			return fmt.Errorf("empty %s: %w", o.name, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO main."+quote(o.name)+" ("+names+") SELECT "+names+" FROM "+snapSchema+"."+quote(o.name)); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO main."+rawsqlite.QuoteIdent(o.name)+" ("+names+") SELECT "+names+" FROM "+snapSchema+"."+rawsqlite.QuoteIdent(o.name)); err != nil {
 		return fmt.Errorf("copy the rows of %s: %w", o.name, err)
 	}
 	return nil
@@ -125,7 +125,7 @@ func storedColumns(ctx context.Context, q querier, table string) ([]string, erro
 // anyway and is copied as a column).
 func rowidAlias(cols []string) string {
 	for _, alias := range []string{"rowid", "_rowid_", "oid"} {
-		if !slices.ContainsFunc(cols, func(c string) bool { return policy.SameName(c, alias) }) {
+		if !slices.ContainsFunc(cols, func(c string) bool { return rawsqlite.SameName(c, alias) }) {
 			return alias
 		}
 	}

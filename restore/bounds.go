@@ -11,21 +11,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // snapObjects are the agent's objects of a snapshot that a restore
 // creates from their SQL: not the shadow tables of virtual tables (their
 // virtual table makes them) nor SQLite's automatic indexes.
-func snapObjects(c *catalog) []undo.Object {
-	var out []undo.Object
+func snapObjects(c *catalog) []snapshot.Object {
+	var out []snapshot.Object
 	for _, o := range c.agent("") {
 		if o.list == "shadow" || o.sql == "" {
 			continue
 		}
-		out = append(out, undo.Object{Type: o.typ, Name: o.name, Table: o.tbl, SQL: o.sql})
+		out = append(out, snapshot.Object{Type: o.typ, Name: o.name, Table: o.tbl, SQL: o.sql})
 	}
 	return out
 }
@@ -66,15 +65,15 @@ func budgetErr(ctx context.Context, o Options, err error) error {
 	if err == nil {
 		return nil
 	}
-	var h *undo.HostileError
+	var h *snapshot.HostileError
 	if errors.As(err, &h) {
 		return err
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return &undo.BudgetError{Msg: fmt.Sprintf("the restore ran over its time budget of %s and was rolled back; your database was not changed. The snapshot may hold an endless or huge query; if it is a large honest one, raise the budget (--restore-timeout)", o.Timeout)}
+		return &snapshot.BudgetError{Msg: fmt.Sprintf("the restore ran over its time budget of %s and was rolled back; your database was not changed. The snapshot may hold an endless or huge query; if it is a large honest one, raise the budget (--restore-timeout)", o.Timeout)}
 	case sqliteCode(err) == rawsqlite.ResultFull && o.MaxGrowth > 0:
-		return &undo.BudgetError{Msg: fmt.Sprintf("the restore would grow the database by more than %d MiB beyond four times the snapshot's size and was rolled back; your database was not changed. If the snapshot is an honest one, raise --max-growth-mb", o.MaxGrowth>>20)}
+		return &snapshot.BudgetError{Msg: fmt.Sprintf("the restore would grow the database by more than %d MiB beyond four times the snapshot's size and was rolled back; your database was not changed. If the snapshot is an honest one, raise --max-growth-mb", o.MaxGrowth>>20)}
 	}
 	return err
 }
@@ -101,7 +100,7 @@ func checkServerObjects(ctx context.Context, snap *catalog) error {
 			return err
 		}
 		for _, o := range fresh {
-			own[o.typ+"\x00"+policy.FoldName(o.name)] = o.sql
+			own[o.typ+"\x00"+rawsqlite.FoldName(o.name)] = o.sql
 		}
 		return nil
 	}()
@@ -112,8 +111,8 @@ func checkServerObjects(ctx context.Context, snap *catalog) error {
 		if !o.server || (o.typ != "trigger" && o.typ != "view") {
 			continue
 		}
-		if sql, ok := own[o.typ+"\x00"+policy.FoldName(o.name)]; !ok || sql != o.sql {
-			return &undo.HostileError{Source: "snapshot", What: fmt.Sprintf("%s %s on %s is not one the server creates: %s", o.typ, undo.Printable(o.name), undo.Printable(o.tbl), undo.Printable(oneLine(o.sql)))}
+		if sql, ok := own[o.typ+"\x00"+rawsqlite.FoldName(o.name)]; !ok || sql != o.sql {
+			return &snapshot.HostileError{Source: "snapshot", What: fmt.Sprintf("%s %s on %s is not one the server creates: %s", o.typ, snapshot.Printable(o.name), snapshot.Printable(o.tbl), snapshot.Printable(oneLine(o.sql)))}
 		}
 	}
 	return nil
@@ -137,7 +136,7 @@ func readFresh(ctx context.Context, store *memory.Store) ([]object, error) {
 // snapshot is the snapshot's fault, not the database's.
 func snapshotFault(err error) error {
 	if sqliteCode(err) == rawsqlite.ResultCorrupt {
-		return &undo.HostileError{Source: "snapshot", What: "SQLite finds it corrupt"}
+		return &snapshot.HostileError{Source: "snapshot", What: "SQLite finds it corrupt"}
 	}
 	return err
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // querier is what the catalogue and the plan read through: the restore's
@@ -38,13 +38,13 @@ type catalog struct {
 }
 
 // readCatalog reads schema's objects and marks the server's: those
-// policy.IsServerObject names, the memory layer's protected objects and
-// what is attached to them, and the shadow tables of a server virtual
-// table.
+// snapshot.IsServerObject names (the server's tables, view and full-text
+// indexes, and what is attached to them), and the shadow tables of a
+// server virtual table.
 func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error) {
 	c := &catalog{schema: schema, names: map[string]bool{}}
 	list := map[string]object{}
-	rows, err := q.QueryContext(ctx, "PRAGMA "+quote(schema)+".table_list")
+	rows, err := q.QueryContext(ctx, "PRAGMA "+rawsqlite.QuoteIdent(schema)+".table_list")
 	if err != nil {
 		return nil, fmt.Errorf("read the tables of %s: %w", schema, err)
 	}
@@ -55,13 +55,13 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 			rows.Close()
 			return nil, err
 		}
-		list[policy.FoldName(name)] = object{list: typ, withoutRowid: wr != 0}
+		list[rawsqlite.FoldName(name)] = object{list: typ, withoutRowid: wr != 0}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "+quote(schema)+".sqlite_schema ORDER BY rowid")
+	rows, err = q.QueryContext(ctx, rawsqlite.SchemaQuery(schema))
 	if err != nil {
 		return nil, fmt.Errorf("read the schema of %s: %w", schema, err)
 	}
@@ -71,14 +71,14 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 		if err := rows.Scan(&o.typ, &o.name, &o.tbl, &o.sql); err != nil {
 			return nil, err
 		}
-		c.names[policy.FoldName(o.name)] = true
+		c.names[rawsqlite.FoldName(o.name)] = true
 		if hasSQLitePrefix(o.name) {
 			continue // SQLite's own: sqlite_sequence, sqlite_stat*, autoindexes
 		}
-		if l, ok := list[policy.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
+		if l, ok := list[rawsqlite.FoldName(o.name)]; ok && (o.typ == "table" || o.typ == "view") {
 			o.list, o.withoutRowid = l.list, l.withoutRowid
 		}
-		o.server = policy.IsServerObject(o.name, o.tbl) || memoryObject(o.name) || memoryObject(o.tbl)
+		o.server = snapshot.IsServerObject(o.name, o.tbl)
 		c.objs = append(c.objs, o)
 	}
 	if err := rows.Err(); err != nil {
@@ -97,30 +97,19 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 // owner is the virtual table whose shadow table name is: the longest
 // virtual table name that name starts with, followed by "_".
 func (c *catalog) owner(name string) (object, bool) {
-	n := policy.FoldName(name)
+	n := rawsqlite.FoldName(name)
 	var best object
 	found := false
 	for _, o := range c.objs {
 		if o.list != "virtual" {
 			continue
 		}
-		p := policy.FoldName(o.name) + "_"
+		p := rawsqlite.FoldName(o.name) + "_"
 		if strings.HasPrefix(n, p) && (!found || len(o.name) > len(best.name)) {
 			best, found = o, true
 		}
 	}
 	return best, found
-}
-
-// memoryObject reports whether name is one of the memory layer's own
-// objects.
-func memoryObject(name string) bool {
-	for _, p := range memory.ProtectedObjects {
-		if policy.SameName(name, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // agent returns the agent's objects of type typ ("" for all), in creation
@@ -138,7 +127,7 @@ func (c *catalog) agent(typ string) []object {
 // find returns the object named name (any type).
 func (c *catalog) find(name string) (object, bool) {
 	for _, o := range c.objs {
-		if policy.SameName(o.name, name) {
+		if rawsqlite.SameName(o.name, name) {
 			return o, true
 		}
 	}
@@ -147,19 +136,16 @@ func (c *catalog) find(name string) (object, bool) {
 
 // has reports whether the schema has a table named name, SQLite's own
 // included.
-func (c *catalog) has(name string) bool { return c.names[policy.FoldName(name)] }
+func (c *catalog) has(name string) bool { return c.names[rawsqlite.FoldName(name)] }
 
 func hasSQLitePrefix(name string) bool {
-	return len(name) >= 7 && policy.FoldName(name[:7]) == "sqlite_"
+	return len(name) >= 7 && rawsqlite.FoldName(name[:7]) == "sqlite_"
 }
-
-// quote is name as an SQL identifier.
-func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // count is the number of rows of schema.name.
 func count(ctx context.Context, q querier, schema, name string) (int64, error) {
 	var n int64
-	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+quote(schema)+"."+quote(name)).Scan(&n)
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(schema)+"."+rawsqlite.QuoteIdent(name)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count the rows of %s: %w", name, err)
 	}

@@ -21,4 +21,9 @@
 // every server holds shared) from before its first SQLite connection to
 // after its last: on Unix, closing any descriptor of the file would drop
 // the POSIX locks SQLite holds through its own.
+//
+// Imports: snapshot (names, full copies, undo records and their apply,
+// which server objects are the server's), memory, rawsqlite and osfile.
+// Never worker or policy (snapshot holds what it needs of both), server or
+// ipc.
 package restore

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // futureSkew is how far in the future a snapshot's name may be dated
@@ -76,7 +75,7 @@ func listSnapshots(db, dir string) []listed {
 	st := stem(db)
 	var out []listed
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !ipc.IsSnapshotName(e.Name(), st) {
+		if !e.Type().IsRegular() || !snapshot.IsName(e.Name(), st) {
 			continue
 		}
 		l := listed{name: e.Name(), path: filepath.Join(dir, e.Name())}
@@ -177,7 +176,7 @@ func short(s string, n int) string {
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n]) + "..."
 	}
-	return undo.Printable(s)
+	return snapshot.Printable(s)
 }
 
 // line describes l for the listing.
@@ -189,9 +188,9 @@ func (l listed) line(now time.Time) string {
 	case "":
 		kind = "not a snapshot"
 	}
-	s := fmt.Sprintf("  %s  %s, %s", undo.Printable(l.name), kind, sizeText(l.size))
+	s := fmt.Sprintf("  %s  %s, %s", snapshot.Printable(l.name), kind, sizeText(l.size))
 	if l.auditID > 0 {
-		s += ", by " + undo.Printable(l.tool)
+		s += ", by " + snapshot.Printable(l.tool)
 		if l.stmt != "" && l.stmt != l.reason { // the snapshot tool's query is its reason
 			s += ": " + short(l.stmt, 80)
 		}

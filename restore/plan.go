@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
 // snapSchema is the name the snapshot is attached under.
@@ -52,7 +52,7 @@ func makePlan(ctx context.Context, q querier, cur, snap *catalog, everything boo
 	seen := map[string]bool{}
 	for _, c := range []*catalog{cur, snap} {
 		for _, o := range c.agent("table") {
-			key := policy.FoldName(o.name)
+			key := rawsqlite.FoldName(o.name)
 			if o.list == "shadow" || seen[key] {
 				continue
 			}
@@ -128,9 +128,9 @@ func newer(ctx context.Context, q querier, name string, inSnap bool) (discard, e
 	d := discard{Table: name}
 	since := "0"
 	if inSnap {
-		since = "(SELECT coalesce(max(id), 0) FROM " + snapSchema + "." + quote(name) + ")"
+		since = "(SELECT coalesce(max(id), 0) FROM " + snapSchema + "." + rawsqlite.QuoteIdent(name) + ")"
 	}
-	err := q.QueryRowContext(ctx, "SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM main."+quote(name)+" WHERE id > "+since).Scan(&d.N, &d.First, &d.Last)
+	err := q.QueryRowContext(ctx, "SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM main."+rawsqlite.QuoteIdent(name)+" WHERE id > "+since).Scan(&d.N, &d.First, &d.Last)
 	if err != nil {
 		return d, fmt.Errorf("count the newer rows of %s: %w", name, err)
 	}

@@ -15,12 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // testHookLocked runs where a whole-file copy holds the write lock;
@@ -49,7 +47,7 @@ type Options struct {
 	// DryRun prints what the restore would change and changes nothing.
 	DryRun bool
 	// Force applies an undo record over rows changed since it was taken
-	// (see undo.Options.Force).
+	// (see snapshot.Options.Force).
 	Force       bool
 	Out         io.Writer // the plan and the outcome, for a person
 	Log         hclog.Logger
@@ -75,8 +73,8 @@ const (
 // Result is what a restore did.
 type Result struct {
 	Plan   *Plan
-	Undo   *undo.Result // set when the snapshot was an undo record
-	Safety string       // the safety snapshot ("" when there was nothing to keep)
+	Undo   *snapshot.Result // set when the snapshot was an undo record
+	Safety string           // the safety snapshot ("" when there was nothing to keep)
 	Event  memory.Event
 }
 
@@ -146,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	hold, err := lockExclusive(o.DB)
-	serving := errors.Is(err, filelock.ErrHeld)
+	serving := errors.Is(err, osfile.ErrHeld)
 	if err != nil && !(serving && o.DryRun && !fresh) {
 		var he *heldError
 		if errors.As(err, &he) {
@@ -200,7 +198,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // Snapshot kinds. A full copy is any SQLite database; an undo record
-// (SPEC 5.6, package undo) is told apart by its own tables and applied by
+// (SPEC 5.6, package snapshot) is told apart by its own tables and applied by
 // undoRecord.
 const (
 	kindFull = "full snapshot"
@@ -224,11 +222,11 @@ func kindOf(src *rawsqlite.Conn, path string) (string, error) {
 			return "", fmt.Errorf("%s is not a SQLite database; pick a file from the snapshot folder (<stem>.<time>Z.db)", path)
 		}
 		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultCorrupt {
-			return "", &undo.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
+			return "", &snapshot.HostileError{Source: "snapshot", What: path + " cannot be read as a database (SQLite finds it corrupt)"}
 		}
 		return "", fmt.Errorf("read the snapshot %s: %w", path, err)
 	}
-	if undo.IsRecord(path) {
+	if snapshot.IsRecord(path) {
 		return kindUndo, nil
 	}
 	return kindFull, nil
@@ -245,9 +243,9 @@ func lockExclusive(db string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := filelock.Exclusive(f); err != nil {
+	if err := osfile.LockExclusive(f); err != nil {
 		f.Close()
-		if errors.Is(err, filelock.ErrHeld) {
+		if errors.Is(err, osfile.ErrHeld) {
 			return nil, &heldError{db: db}
 		}
 		return nil, err
@@ -262,7 +260,7 @@ func (e *heldError) Error() string {
 	return fmt.Sprintf("a server is using %s (it holds the file's lock)%s; stop it (end the MCP host's session, or the mcp-sqlite-memory process serving this file) and run restore again. Nothing was changed (restore --dry-run works while it runs)", e.db, e.holders)
 }
 
-func (e *heldError) Is(target error) bool { return target == filelock.ErrHeld }
+func (e *heldError) Is(target error) bool { return target == osfile.ErrHeld }
 
 // holdersText names the processes that have the database open, for a
 // refusal: " (open in mcp-sqlite-memory (pid 12))", or "".
@@ -332,7 +330,7 @@ func agentObjects(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, snapshotFault(err)
 	}
 	// The snapshot is untrusted: what it would create is checked first.
-	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+	if err := snapshot.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	plan, err := makePlan(ctx, tx, cur, snap, false)
@@ -525,7 +523,7 @@ func planWhole(ctx context.Context, o Options, fresh bool) (*Plan, error) {
 	// The whole file becomes the snapshot's: its agent objects obey the
 	// rules of any restore, and its server triggers and views must be the
 	// server's own.
-	if err := undo.CheckSnapshot(snapObjects(snap)); err != nil {
+	if err := snapshot.CheckSnapshot(snapObjects(snap)); err != nil {
 		return nil, err
 	}
 	if err := checkServerObjects(ctx, snap); err != nil {
@@ -542,7 +540,7 @@ func safetySnapshot(o Options) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	path, err := worker.FullSnapshot(c, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag)
+	path, err := snapshot.FullCopy(c, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag)
 	if err != nil {
 		return "", fmt.Errorf("could not write the safety snapshot of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
@@ -555,7 +553,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	summary := res.Plan.summary()
 	switch {
 	case res.Undo != nil:
-		what = "applied the undo record " + o.Snapshot + " of: " + undo.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
+		what = "applied the undo record " + o.Snapshot + " of: " + snapshot.Printable(oneLine(res.Undo.Statement)) + " (the memory log, checkpoints and audit log were kept)"
 		summary = undoSummary(res.Undo)
 	case res.Plan.Everything:
 		what = "restored the whole file from " + o.Snapshot + " (--everything)"

@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // agentSchema is one of every kind of agent object restore must bring
@@ -63,7 +61,7 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err = worker.FullSnapshot(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
+	snap, err = snapshot.FullCopy(c, filepath.Join(filepath.Dir(db), "memory.snapshots"), "memory", "")
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +219,7 @@ func TestRestoreAgentObjects(t *testing.T) {
 
 	// The safety snapshot is a snapshot by name and holds the state the
 	// restore replaced: restoring it brings that back.
-	if !ipc.IsSnapshotName(filepath.Base(res.Safety), "memory") || !strings.HasSuffix(res.Safety, "Z.pre-restore.db") {
+	if !snapshot.IsName(filepath.Base(res.Safety), "memory") || !strings.HasSuffix(res.Safety, "Z.pre-restore.db") {
 		t.Fatalf("safety snapshot name %s", res.Safety)
 	}
 	if _, err := Run(ctx, Options{DB: db, Snapshot: res.Safety}); err != nil {
@@ -382,14 +380,14 @@ func TestRestoreRefusesHostileSnapshots(t *testing.T) {
 	mustExec(t, snap, "CREATE TRIGGER notes_rewrite AFTER UPDATE ON notes BEGIN UPDATE memory_events SET content = 'x'; END")
 	for _, dry := range []bool{true, false} {
 		_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, DryRun: dry})
-		var h *undo.HostileError
+		var h *snapshot.HostileError
 		if !errors.As(err, &h) || !strings.Contains(err.Error(), "the snapshot is malformed or hostile: the triggers on notes: it reaches memory_events, which belongs to the server or to SQLite (in trigger or view notes_rewrite)") {
 			t.Fatalf("dry run %v: %v", dry, err)
 		}
 	}
 	mustExec(t, snap, "DROP TRIGGER notes_rewrite")
 	_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, Timeout: time.Nanosecond})
-	var be *undo.BudgetError
+	var be *snapshot.BudgetError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {
 		t.Fatalf("restore with a 1 ns budget: %v", err)
 	}

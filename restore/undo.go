@@ -8,14 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
-// undoRecord applies an undo record (undo.Apply: one transaction, rows
+// undoRecord applies an undo record (snapshot.Apply: one transaction, rows
 // changed since refused unless o.Force), keeping the state it replaces in
 // a safety record of the apply (or a full safety snapshot when the record
 // changes the schema), then records the restore event and audit row in a
@@ -23,12 +21,12 @@ import (
 // by different connections.
 func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	started := time.Now()
-	info, err := undo.ReadRecord(o.Snapshot)
+	info, err := snapshot.ReadRecord(o.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("read the undo record %s: %w", o.Snapshot, err)
 	}
 	fmt.Fprintf(o.Out, "restore of %s from the undo record %s (taken %s): puts back what this statement changed, %d rows in %s, and nothing else; the memory log, checkpoints and audit log stay as they are:\n  %s\n",
-		o.DB, o.Snapshot, undo.Printable(info.Taken), info.Rows, undo.Printable(info.Tables), undo.Printable(oneLine(info.Statement)))
+		o.DB, o.Snapshot, snapshot.Printable(info.Taken), info.Rows, snapshot.Printable(info.Tables), snapshot.Printable(oneLine(info.Statement)))
 	res := &Result{Plan: &Plan{}}
 	db, err := rawsqlite.Open(o.DB, rawsqlite.ReadWrite)
 	if err != nil {
@@ -44,7 +42,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.DryRun {
 		// The whole apply, every check included, rolled back.
-		applied, err := undo.Apply(db, o.Snapshot, undo.Options{Force: o.Force, Protected: memoryObject, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
+		applied, err := snapshot.Apply(db, o.Snapshot, snapshot.Options{Force: o.Force, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
 		db.Close()
 		if err != nil {
 			return nil, busyOr(o.DB, o.BusyTimeout, err)
@@ -56,21 +54,21 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	// The state the apply replaces is kept as an undo record of the apply
 	// itself, which costs what the apply changes; a record that drops or
 	// recreates objects gets a full safety copy instead.
-	partial, err := worker.NewPartial(o.SnapshotDir, stem(o.DB))
+	partial, err := snapshot.NewPartial(o.SnapshotDir, stem(o.DB))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("could not write the safety record of the current state into %s (%v), so nothing was restored; free space there or pass --snapshot-dir", o.SnapshotDir, err)
 	}
-	opt := undo.Options{Force: o.Force, Protected: memoryObject, Timeout: o.Timeout, MaxGrowth: growth, Safety: &undo.Safety{
+	opt := snapshot.Options{Force: o.Force, Timeout: o.Timeout, MaxGrowth: growth, Safety: &snapshot.Safety{
 		Partial:   partial,
 		Taken:     started.UTC().Format("2006-01-02T15:04:05.000Z"),
 		Statement: "restore --db " + o.DB + " " + o.Snapshot + " (which put back what this changed: " + oneLine(info.Statement) + ")",
 		Keep: func(p string) (string, error) {
-			return worker.KeepSnapshot(p, o.SnapshotDir, stem(o.DB), ipc.PreRestoreTag, started)
+			return snapshot.Keep(p, o.SnapshotDir, stem(o.DB), snapshot.PreRestoreTag, started)
 		},
 	}}
-	applied, err := undo.Apply(db, o.Snapshot, opt)
-	var full *undo.FullCopyNeeded
+	applied, err := snapshot.Apply(db, o.Snapshot, opt)
+	var full *snapshot.FullCopyNeeded
 	if errors.As(err, &full) {
 		o.Log.Debug("a full safety snapshot instead of a record of the restore", "why", full.Reason)
 		if res.Safety, err = safetySnapshot(o); err != nil {
@@ -78,7 +76,7 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		opt.Safety = nil
-		applied, err = undo.Apply(db, o.Snapshot, opt)
+		applied, err = snapshot.Apply(db, o.Snapshot, opt)
 		if err != nil {
 			// Nothing changed: the safety snapshot would only crowd out
 			// one worth keeping.
@@ -122,8 +120,8 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 }
 
 // undoSummary says what an applied undo record put back.
-func undoSummary(r *undo.Result) string {
-	s := fmt.Sprintf("%d rows and %d objects put back in %s", r.Rows, r.Objects, undo.Printable(r.Tables))
+func undoSummary(r *snapshot.Result) string {
+	s := fmt.Sprintf("%d rows and %d objects put back in %s", r.Rows, r.Objects, snapshot.Printable(r.Tables))
 	if n := len(r.Overwritten); n > 0 {
 		s += fmt.Sprintf(", %d changed since overwritten (--force)", n)
 	}

@@ -7,4 +7,6 @@
 // prices in cents, dates as day offsets) is computed with integer arithmetic
 // in this package. The same rows are therefore produced on every platform and
 // Go release; with the same SQLite build the file is also byte-identical.
+//
+// Imports: nothing of the project.
 package sampledb

@@ -35,4 +35,7 @@
 // kernel log instead of refusing them, to find the table's gaps.
 //
 // See DESIGN.md.
+//
+// Imports: osfile only. Never ipc (which imports it to start workers
+// confined), worker or server.
 package sandbox

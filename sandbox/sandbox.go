@@ -45,7 +45,7 @@ type Allowance struct {
 	// Header, when set, reads the database file without opening it: the
 	// front's hold descriptor. The front confines workers while its own
 	// SQLite connections hold locks on the file, and opening and closing
-	// a descriptor of it would drop them (filelock/DESIGN.md). Not handed
+	// a descriptor of it would drop them (osfile/DESIGN.md). Not handed
 	// to the worker, which confines itself before it opens the database.
 	Header io.ReaderAt `json:"-"`
 }

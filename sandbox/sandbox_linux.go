@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 )
 
 // Landlock rights by the ABI that introduced them.
@@ -157,7 +157,7 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 // The front runs it before every worker start, while its own SQLite
 // connections hold POSIX locks on the database and its -shm: it never
 // opens and closes a descriptor of those files, since on Linux that close
-// would drop every lock the process holds on them (filelock/DESIGN.md).
+// would drop every lock the process holds on them (osfile/DESIGN.md).
 // The header is read through a.Header (the front's hold), companions are
 // made with mknod, which creates a file without opening it, and rules
 // attach through O_PATH descriptors (see allow).
@@ -166,7 +166,7 @@ func prepare(a Allowance, rep *Report) (wal bool, err error) {
 		// A folder that cannot be made (a removable drive not plugged in)
 		// costs the snapshots, not the worker: allowAllowance leaves it
 		// out, and a snapshot then fails where it is asked for.
-		_ = dirsync.MkdirAll(a.SnapshotDir, 0o700)
+		_ = osfile.MkdirAll(a.SnapshotDir, 0o700)
 	}
 	fi, err := os.Stat(a.DB)
 	if err != nil {

@@ -63,7 +63,7 @@ func (a args) str(name string, required bool, def string) (string, error) {
 	}
 	s, ok := a.m[name].(string)
 	if !ok {
-		return "", invalid("%s must be a string, got %s", name, typeName(a.m[name]))
+		return "", invalid("%s must be a string, got %s", name, JSONKind(a.m[name]))
 	}
 	if required && strings.TrimSpace(s) == "" {
 		return "", invalid("%s must not be empty", name)
@@ -78,7 +78,7 @@ func (a args) int(name string, def, min, max int, hint string) (int, error) {
 	}
 	f, ok := a.m[name].(float64)
 	if !ok {
-		return 0, invalid("%s must be an integer, got %s", name, typeName(a.m[name]))
+		return 0, invalid("%s must be an integer, got %s", name, JSONKind(a.m[name]))
 	}
 	if f != math.Trunc(f) || f < float64(min) || f > float64(max) {
 		msg := fmt.Sprintf("%s must be an integer from %d to %d, got %v", name, min, max, f)
@@ -96,7 +96,7 @@ func (a args) bool(name string, def bool) (bool, error) {
 	}
 	b, ok := a.m[name].(bool)
 	if !ok {
-		return false, invalid("%s must be true or false, got %s", name, typeName(a.m[name]))
+		return false, invalid("%s must be true or false, got %s", name, JSONKind(a.m[name]))
 	}
 	return b, nil
 }
@@ -108,13 +108,13 @@ func (a args) strs(name string) ([]string, error) {
 	}
 	list, ok := a.m[name].([]any)
 	if !ok {
-		return nil, invalid("%s must be an array of strings, got %s", name, typeName(a.m[name]))
+		return nil, invalid("%s must be an array of strings, got %s", name, JSONKind(a.m[name]))
 	}
 	out := make([]string, 0, len(list))
 	for _, v := range list {
 		s, ok := v.(string)
 		if !ok {
-			return nil, invalid("%s must be an array of strings; found %s", name, typeName(v))
+			return nil, invalid("%s must be an array of strings; found %s", name, JSONKind(v))
 		}
 		out = append(out, s)
 	}
@@ -140,13 +140,16 @@ func (a args) list(name string) ([]string, error) {
 	}
 	if v := a.m[name]; v != nil {
 		if _, ok := v.([]any); !ok {
-			return nil, invalid("%s must be an array of strings or one comma-separated string, got %s", name, typeName(v))
+			return nil, invalid("%s must be an array of strings or one comma-separated string, got %s", name, JSONKind(v))
 		}
 	}
 	return a.strs(name)
 }
 
-func typeName(v any) string {
+// JSONKind names the type of a decoded JSON value, with its article ("a
+// string", "an array", "null"), for messages about an argument of the
+// wrong type.
+func JSONKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

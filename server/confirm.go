@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
@@ -94,9 +95,9 @@ type pendingConfirm struct {
 // mustConfirm reports whether a call of tool is confirmed under --confirm.
 func (s *Server) mustConfirm(tool string) bool {
 	switch s.cfg.Confirm {
-	case ConfirmOff, "":
+	case config.ConfirmOff, "":
 		return false
-	case ConfirmWrites:
+	case config.ConfirmWrites:
 		return true
 	}
 	return tool == "destructive_query"
@@ -138,7 +139,7 @@ func (s *Server) confirmed(c *call, tool string, req *ipc.Request, reason, argsD
 	}
 	can, modern := clientCanAsk(c.ctx)
 	if !can {
-		if s.cfg.Confirm == ConfirmRequired && tool == "destructive_query" {
+		if s.cfg.Confirm == config.ConfirmRequired && tool == "destructive_query" {
 			c.detail["confirm"] = map[string]any{"answer": "not asked: the client cannot ask the person"}
 			return outcome{}, errcode.New(errcode.Policy, "this server is set to --confirm required: destructive_query runs only after the person allows it, and this MCP client cannot ask (it did not declare the elicitation capability). Nothing was changed. Use a client that supports elicitation forms (Claude Code, VS Code), or ask the person to restart the server with --confirm destructive to rely on the host's own permission prompt")
 		}

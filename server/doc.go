@@ -7,4 +7,9 @@
 // title, hints, description and arguments (params.go). The input schema
 // tools/list shows and the handler's argument checks are both made from
 // that declaration.
+//
+// Imports: config, ipc (workers are other processes, reached only through
+// it), memory, snapshot (file names), server/mcpstdio, render, replicate,
+// sandbox, tokens, osfile, errcode, version and mcp-go. Never worker,
+// policy, rawsqlite or cli.
 package server

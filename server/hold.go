@@ -7,8 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/filelock"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 )
 
 // takeHold opens the server's one descriptor of its database file and
@@ -23,7 +22,7 @@ import (
 // descriptor of a file drops every POSIX lock the process holds on it,
 // SQLite's among them, after which another program's closing connection
 // believes it is the last one and deletes the WAL under this server
-// (filelock/DESIGN.md). Whatever the server must read from the file
+// (osfile/DESIGN.md). Whatever the server must read from the file
 // without SQLite (the header, for the worker sandbox) it reads through this
 // descriptor.
 //
@@ -37,7 +36,7 @@ func takeHold(path string, create bool, alone func()) (*os.File, error) {
 	var f *os.File
 	var err error
 	if create {
-		if err := dirsync.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := osfile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("create database folder: %w", err)
 		}
 		f, err = os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
@@ -56,23 +55,23 @@ func takeHold(path string, create bool, alone func()) (*os.File, error) {
 	}
 	// No SQLite connection of this process has the file yet, so closing f
 	// on the failures below costs no lock.
-	switch err := filelock.Exclusive(f); {
+	switch err := osfile.LockExclusive(f); {
 	case err == nil:
 		if alone != nil {
 			alone()
 		}
-		if err := filelock.Downgrade(f); err != nil {
+		if err := osfile.DowngradeLock(f); err != nil {
 			f.Close()
 			return nil, err
 		}
 		return f, nil
-	case !errors.Is(err, filelock.ErrHeld):
+	case !errors.Is(err, osfile.ErrHeld):
 		f.Close()
 		return nil, err
 	}
-	if err := filelock.Shared(f); err != nil {
+	if err := osfile.LockShared(f); err != nil {
 		f.Close()
-		if errors.Is(err, filelock.ErrHeld) {
+		if errors.Is(err, osfile.ErrHeld) {
 			return nil, errors.New("restore is replacing it right now; start the server again once restore has finished")
 		}
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
@@ -50,7 +51,7 @@ func newTestServer(t *testing.T, db string) *Server {
 	if err := os.WriteFile(worker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := ParseConfig([]string{"--db", db, "--standby-workers", "0", "--worker", worker}, func(string) string { return "" }, io.Discard)
+	cfg, _, err := config.Parse([]string{"--db", db, "--standby-workers", "0", "--worker", worker}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

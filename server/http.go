@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
 )
 
@@ -71,7 +72,7 @@ type HTTPOptions struct {
 // ListenHTTP opens --http's address, so that a port in use is reported
 // before the database is opened. The listener closes connections beyond
 // --max-connections at once.
-func ListenHTTP(cfg *Config) (net.Listener, error) {
+func ListenHTTP(cfg *config.Config) (net.Listener, error) {
 	l, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", cfg.HTTP, err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
@@ -88,7 +89,7 @@ func checkWorker(ctx context.Context, flagged, path string, args []string) error
 	}
 	install := "go install ./cmd/mcp-sqlite-memory-worker (from the clone the server came from)"
 	if flagged == "" {
-		return &UsageError{fmt.Sprintf("the worker beside this server, %s, cannot run statements: %v\nTry: %s, or --worker PATH", path, err, install)}
+		return &config.UsageError{Msg: fmt.Sprintf("the worker beside this server, %s, cannot run statements: %v\nTry: %s, or --worker PATH", path, err, install)}
 	}
 	try := "--worker /path/to/" + WorkerBinary + ", or leave --worker and MCP_SQLITE_WORKER unset to use the worker beside the server (" + install + ")"
 	name := WorkerBinary
@@ -102,5 +103,5 @@ func checkWorker(ctx context.Context, flagged, path string, args []string) error
 			}
 		}
 	}
-	return &UsageError{fmt.Sprintf("--worker %s (from --worker or MCP_SQLITE_WORKER) cannot run statements: %v\nTry: %s", path, err, try)}
+	return &config.UsageError{Msg: fmt.Sprintf("--worker %s (from --worker or MCP_SQLITE_WORKER) cannot run statements: %v\nTry: %s", path, err, try)}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 )
 
@@ -174,7 +175,7 @@ func TestDeclaredTools(t *testing.T) {
 	for _, flags := range [][]string{{"--max-rows", "250", "--default-limit", "20"}, {"--profile", "readonly"}} {
 		s := testServer(t, flags...)
 		tools := s.memoryTools()
-		if s.cfg.Profile == ProfileReadonly {
+		if s.cfg.Profile == config.ProfileReadonly {
 			tools = s.readonlyTools()
 		}
 		docs := toolDocs(t, s)

@@ -11,7 +11,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // progressEvery is how often a call with a progress token hears from the

@@ -71,7 +71,7 @@ func (s *Server) roListTables(_ context.Context, c *call, a args) (outcome, erro
 	if _, err := noParams.parse(a, c); err != nil {
 		return outcome{}, err
 	}
-	req := s.request(ipc.OpListTables, "select")
+	req := s.request(ipc.OpListTables, ipc.ModeSelect)
 	req.Table = &ipc.Table{JSON: true}
 	return s.answer(c, req)
 }
@@ -83,7 +83,7 @@ func (s *Server) roQuery(_ context.Context, c *call, a args) (outcome, error) {
 	}
 	limit, offset := v.int("limit"), v.int("offset")
 	c.detail["limit"], c.detail["offset"] = limit, offset
-	req := s.request(ipc.OpQuery, "select")
+	req := s.request(ipc.OpQuery, ipc.ModeSelect)
 	req.SQL, req.Limit, req.Offset, req.Format = v.str("sql"), limit, offset, "json"
 	// The byte cap still applies; when it stops a page early, hasMore is
 	// set, so offset + returnedRows resumes at the right row.

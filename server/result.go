@@ -8,8 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/jsonesc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // Bulk results: how a multi-megabyte text (an export) reaches stdout.
@@ -85,7 +85,7 @@ func appendJSONText(dst []byte, s string) []byte {
 		}
 		c := b[i]
 		if c < utf8.RuneSelf {
-			dst = jsonesc.AppendByte(dst, c)
+			dst = render.AppendJSONEscape(dst, c)
 			b = b[i+1:]
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // bulkTexts are results on both sides of bulkMin with everything encoding/json

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sandbox"
 )
@@ -15,7 +16,7 @@ import (
 // a standby worker confines itself before its request arrives; workers
 // refuse requests outside it.
 func (s *Server) workerEnv() ipc.WorkerEnv {
-	w := ipc.WorkerEnv{Preopen: s.dbPath, PreopenReadOnly: s.cfg.Profile == ProfileReadonly}
+	w := ipc.WorkerEnv{Preopen: s.dbPath, PreopenReadOnly: s.cfg.Profile == config.ProfileReadonly}
 	if s.cfg.Verbose {
 		w.LogLevel = "debug"
 	}
@@ -25,7 +26,7 @@ func (s *Server) workerEnv() ipc.WorkerEnv {
 	}
 	// The front confines the workers it starts while its own connection
 	// holds SQLite's locks: it reads the header through the hold (takeHold).
-	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == ProfileReadonly, Header: s.hold}
+	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == config.ProfileReadonly, Header: s.hold}
 	if !a.ReadOnly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
 		if dir, err := filepath.Abs(s.cfg.SnapshotDir); err == nil {
 			a.SnapshotDir = dir

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // partialName is a fresh name for a snapshot being written:
@@ -17,7 +19,7 @@ import (
 func partialName(stem string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return stem + "." + hex.EncodeToString(b[:]) + ipc.PartialSuffix
+	return stem + "." + hex.EncodeToString(b[:]) + snapshot.PartialSuffix
 }
 
 // removePartial removes the partial file of a request whose worker has
@@ -39,7 +41,7 @@ func (s *Server) removeSnapshotLeftovers() {
 	if s.cfg.SnapshotDir == "" {
 		return
 	}
-	for _, p := range ipc.SnapshotLeftovers(s.cfg.SnapshotDir, Stem(s.dbPath)) {
+	for _, p := range snapshot.Leftovers(s.cfg.SnapshotDir, config.Stem(s.dbPath)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("could not remove what a stopped snapshot left", "file", p, "error", err)
 			continue
@@ -78,8 +80,8 @@ func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, er
 	if s.cfg.Snapshots <= 0 {
 		return skip("snapshots are disabled (--snapshots 0)")
 	}
-	req := s.request(ipc.OpSnapshot, "read")
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots}
+	req := s.request(ipc.OpSnapshot, ipc.ModeRead)
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots}
 	resp, err := s.run(c, req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 )
 
 // noResponse ends a call that must get no response: one the client

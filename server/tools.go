@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
@@ -198,7 +199,7 @@ func (s *Server) readQueryParams() params {
 // own words.
 func (s *Server) describeTableParams() params {
 	desc := "table or view name"
-	if s.cfg.Profile == ProfileReadonly {
+	if s.cfg.Profile == config.ProfileReadonly {
 		desc = "table name from list_tables"
 	}
 	return params{{name: "table", kind: text, required: true, query: true, desc: desc}}
@@ -231,8 +232,8 @@ func (s *Server) readQuery(_ context.Context, c *call, a args) (outcome, error) 
 	}
 	limit, offset, format := v.int("limit"), v.int("offset"), v.str("format")
 	c.detail["limit"], c.detail["offset"], c.detail["format"] = limit, offset, format
-	req := s.request(ipc.OpQuery, "read")
-	req.SQL, req.Limit, req.Offset, req.Format = v.str("query"), limit, offset, format
+	req := s.request(ipc.OpQuery, ipc.ModeRead)
+	req.SQL, req.Limit, req.Offset, req.Format = v.str("query"), limit, offset, ipc.Format(format)
 	return s.answer(c, req)
 }
 
@@ -243,7 +244,7 @@ func (s *Server) writeQuery(_ context.Context, c *call, a args) (outcome, error)
 	}
 	q := v.str("query")
 	c.detail["max_update_rows"] = s.cfg.MaxUpdateRows
-	req := s.request(ipc.OpQuery, "write")
+	req := s.request(ipc.OpQuery, ipc.ModeWrite)
 	req.SQL = q
 	return s.confirmed(c, "write_query", req, "", argsDigest("write_query", q), true)
 }
@@ -255,9 +256,9 @@ func (s *Server) destructiveQuery(_ context.Context, c *call, a args) (outcome, 
 	}
 	q, reason := v.str("query"), v.str("reason")
 	c.detail["reason"] = reason
-	req := s.request(ipc.OpQuery, "destructive")
+	req := s.request(ipc.OpQuery, ipc.ModeDestructive)
 	req.SQL = q
-	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: Stem(s.dbPath), Keep: s.cfg.Snapshots,
+	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots,
 		Mode: s.cfg.SnapshotMode, FullMB: s.cfg.SnapshotFullMB, Reason: reason}
 	return s.confirmed(c, "destructive_query", req, reason, argsDigest("destructive_query", q, reason), true)
 }
@@ -267,7 +268,7 @@ func (s *Server) listTables(_ context.Context, c *call, a args) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	req := s.request(ipc.OpListTables, "read")
+	req := s.request(ipc.OpListTables, ipc.ModeRead)
 	req.Table = &ipc.Table{RowCounts: v.bool("include_row_counts")}
 	return s.answer(c, req)
 }
@@ -278,10 +279,10 @@ func (s *Server) describeTable(_ context.Context, c *call, a args) (outcome, err
 		return outcome{}, err
 	}
 	// The readonly profile answers its own JSON shape under its policy.
-	readonly := s.cfg.Profile == ProfileReadonly
-	mode := "read"
+	readonly := s.cfg.Profile == config.ProfileReadonly
+	mode := ipc.ModeRead
 	if readonly {
-		mode = "select"
+		mode = ipc.ModeSelect
 	}
 	req := s.request(ipc.OpDescribeTable, mode)
 	req.Table = &ipc.Table{Name: v.str("table"), JSON: readonly}
@@ -293,7 +294,7 @@ func (s *Server) getSchema(_ context.Context, c *call, a args) (outcome, error) 
 	if err != nil {
 		return outcome{}, err
 	}
-	req := s.request(ipc.OpSchema, "read")
+	req := s.request(ipc.OpSchema, ipc.ModeRead)
 	req.Table = &ipc.Table{IncludeSystem: v.bool("include_system")}
 	return s.answer(c, req)
 }
@@ -305,7 +306,7 @@ func (s *Server) createView(_ context.Context, c *call, a args) (outcome, error)
 	}
 	name, sel, desc, replace := v.str("name"), v.str("select_sql"), v.str("description"), v.bool("replace")
 	c.detail["name"], c.detail["replace"] = name, replace
-	req := s.request(ipc.OpCreateView, "write")
+	req := s.request(ipc.OpCreateView, ipc.ModeWrite)
 	req.View = &ipc.View{Name: name, Select: sel, Description: desc, Replace: replace}
 	if replace {
 		return s.confirmed(c, "create_view", req, "", argsDigest("create_view", name, sel, desc), false)
@@ -417,7 +418,7 @@ func (s *Server) searchText(_ context.Context, c *call, a args) (outcome, error)
 	}
 	c.setQuery(sr.Pattern)
 	c.detail["search"] = sr
-	req := s.request(ipc.OpSearch, "read")
+	req := s.request(ipc.OpSearch, ipc.ModeRead)
 	req.Search = &sr
 	return s.answer(c, req)
 }

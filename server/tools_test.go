@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 )
 
 // toolDocs registers the tools of cfg's profile on a bare MCP server (no
@@ -17,7 +19,7 @@ import (
 func toolDocs(t *testing.T, s *Server) map[string]map[string]any {
 	t.Helper()
 	s.mcp = mcpserver.NewMCPServer("test", "0")
-	if s.cfg.Profile == ProfileReadonly {
+	if s.cfg.Profile == config.ProfileReadonly {
 		s.registerReadonly()
 	} else {
 		s.registerMemory()
@@ -39,7 +41,7 @@ func toolDocs(t *testing.T, s *Server) map[string]map[string]any {
 
 func testServer(t *testing.T, args ...string) *Server {
 	t.Helper()
-	cfg, _, err := ParseConfig(append([]string{"--db", "m.db"}, args...), env(nil), io.Discard)
+	cfg, _, err := config.Parse(append([]string{"--db", "m.db"}, args...), env(nil), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestToolHints(t *testing.T) {
 		profile string
 		tools   map[string]want
 	}{
-		{ProfileMemory, map[string]want{
+		{config.ProfileMemory, map[string]want{
 			"read_query": reads, "list_tables": reads, "describe_table": reads, "get_schema": reads,
 			"verify_chain": reads, "get_resume_context": reads, "search_text": reads,
 			"write_query":       {false, true, false}, // UPDATE and REPLACE overwrite rows
@@ -66,7 +68,7 @@ func TestToolHints(t *testing.T) {
 			"checkpoint":        {false, false, false},
 			"snapshot":          {false, false, false}, // adds a file; every call adds one
 		}},
-		{ProfileReadonly, map[string]want{"list_tables": reads, "describe_table": reads, "query_database": reads}},
+		{config.ProfileReadonly, map[string]want{"list_tables": reads, "describe_table": reads, "query_database": reads}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.profile, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The lock invariant (SPEC 5.3, filelock/DESIGN.md), checked at the end of
+// The lock invariant (SPEC 5.3, osfile/DESIGN.md), checked at the end of
 // every memory-profile session on Linux: while the front runs, its own
 // SQLite connection (idle or not) holds a POSIX read lock on the database
 // file (SQLite's SHARED lock, which a WAL connection keeps for as long as

@@ -1,6 +1,8 @@
 // Package tests holds the end-to-end tests: they build the real binaries
 // once, start the server as an MCP host would, and drive it over stdio with
-// mcp-go's client.
+// mcp-go's client. They import some of the project's packages for
+// fixtures and checks (cli, eval, ipc, policy, rawsqlite, sampledb,
+// sandbox, snapshot); the servers they test are the built binaries.
 package tests
 
 import (

@@ -25,8 +25,8 @@ type winProc struct {
 	image     string // the executable's file name, e.g. mcp-sqlite-memory-worker.exe
 }
 
-// snapshot lists the processes that run now.
-func snapshot() []winProc {
+// processList lists the processes that run now.
+func processList() []winProc {
 	h, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
 	if err != nil {
 		return nil
@@ -60,7 +60,7 @@ func imagePath(pid int) string {
 // match is true.
 func processes(match func(pid int) bool) []int {
 	var pids []int
-	for _, p := range snapshot() {
+	for _, p := range processList() {
 		if match(p.pid) {
 			pids = append(pids, p.pid)
 		}
@@ -72,7 +72,7 @@ func processes(match func(pid int) bool) []int {
 // procArgs returns what Windows tells of a process's command line, its
 // executable's path alone, and its parent pid.
 func procArgs(pid int) ([]string, int) {
-	for _, p := range snapshot() {
+	for _, p := range processList() {
 		if p.pid == pid {
 			if path := imagePath(pid); path != "" {
 				return []string{path}, p.ppid
@@ -97,7 +97,7 @@ func serverOf(bin, db string) int {
 	if pid == 0 {
 		return 0
 	}
-	for _, p := range snapshot() {
+	for _, p := range processList() {
 		if p.pid == pid && strings.EqualFold(p.image, filepath.Base(bin)) {
 			return pid
 		}
@@ -112,7 +112,7 @@ func workersOfServer(pid int) []int {
 		return nil
 	}
 	var pids []int
-	for _, p := range snapshot() {
+	for _, p := range processList() {
 		if p.ppid == pid && isWorkerImage(p.image) {
 			pids = append(pids, p.pid)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 const undoFixture = `
@@ -94,7 +94,7 @@ func eachRaw(t *testing.T, c *rawsqlite.Conn, query string, fn func(*rawsqlite.S
 }
 
 // applyUndo applies the undo record at rec to db as restore does.
-func applyUndo(t testing.TB, db, rec string, force bool) (undo.Result, error) {
+func applyUndo(t testing.TB, db, rec string, force bool) (snapshot.Result, error) {
 	t.Helper()
 	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite)
 	if err != nil {
@@ -104,7 +104,7 @@ func applyUndo(t testing.TB, db, rec string, force bool) (undo.Result, error) {
 	if err := c.BusyTimeout(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return undo.Apply(c, rec, undo.Options{Force: force, Protected: policy.IsProtected})
+	return snapshot.Apply(c, rec, snapshot.Options{Force: force})
 }
 
 func undoDB(t *testing.T) string {
@@ -179,7 +179,7 @@ func TestUndoRoundTrips(t *testing.T) {
 
 	t.Run("fts5 falls back to a full copy", func(t *testing.T) {
 		path, detail := destroy(t, s, "DELETE FROM ft WHERE body MATCH 'hello'")
-		if !strings.HasSuffix(path, "Z.db") || undo.IsRecord(path) || detail["snapshot_kind"] != "full" ||
+		if !strings.HasSuffix(path, "Z.db") || snapshot.IsRecord(path) || detail["snapshot_kind"] != "full" ||
 			!strings.Contains(fmt.Sprint(detail["snapshot_why"]), "virtual table ft") {
 			t.Fatalf("snapshot %s, detail %v", path, detail)
 		}
@@ -210,7 +210,7 @@ func TestUndoRoundTrips(t *testing.T) {
 		s.ok("write_query", q("INSERT INTO child VALUES (12, 2, 'new', NULL)"))
 		changed := agentDigest(t, db)
 		_, err := applyUndo(t, db, path, false)
-		var ce *undo.ConflictError
+		var ce *snapshot.ConflictError
 		if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || !strings.Contains(err.Error(), "child (id=12): a row with this key exists again: note is 'new'") {
 			t.Fatalf("apply = %v", err)
 		}

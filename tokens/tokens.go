@@ -6,6 +6,8 @@
 // written whole under a temporary name and renamed, mode 0600. A Set
 // re-reads it when it changes, so a revoked token stops working without a
 // restart; a file that others may read or write is refused.
+//
+// Imports: nothing of the project.
 package tokens
 
 import (

@@ -17,4 +17,8 @@
 // Sec-Fetch-Site are checked on every request before the authentication
 // ([Options.Authorized]; the standalone command's [Login] trades a
 // one-time secret for a cookie).
+//
+// Imports: memory, snapshot (file names and undo records), policy,
+// rawsqlite and errcode. Never server, worker or ipc: it reads the database
+// over its own read-only connections.
 package ui

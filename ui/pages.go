@@ -230,7 +230,7 @@ func (u *UI) activity(w http.ResponseWriter, r *http.Request) {
 
 type snapshotsData struct {
 	Dir   string
-	Items []snapshot
+	Items []snapshotFile
 }
 
 func (u *UI) snapshots(w http.ResponseWriter, r *http.Request) {

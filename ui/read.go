@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // Every statement here is built from constant pieces; values are bound.
@@ -484,8 +484,8 @@ func (u *UI) readActivity(ctx context.Context, f activityFilter) (activityResult
 	return r, err
 }
 
-// snapshot is one file of the snapshot folder.
-type snapshot struct {
+// snapshotFile is one file of the snapshot folder.
+type snapshotFile struct {
 	Name, Path string
 	Taken      string
 	Kind       string // full copy, undo record, safety copy of a restore
@@ -500,10 +500,10 @@ type snapshot struct {
 	DryRun     string
 }
 
-// stampLayout is the time in a snapshot's name (ipc.SnapshotFileName).
+// stampLayout is the time in a snapshot's name (snapshot.FileName).
 const stampLayout = "20060102T150405.000"
 
-func (u *UI) readSnapshots(ctx context.Context) ([]snapshot, error) {
+func (u *UI) readSnapshots(ctx context.Context) ([]snapshotFile, error) {
 	entries, err := os.ReadDir(u.opt.SnapshotDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -511,34 +511,34 @@ func (u *UI) readSnapshots(ctx context.Context) ([]snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []snapshot
+	var out []snapshotFile
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !ipc.IsSnapshotName(name, u.opt.Stem) {
+		if !e.Type().IsRegular() || !snapshot.IsName(name, u.opt.Stem) {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
 			continue
 		}
-		s := snapshot{Name: name, Path: filepath.Join(u.opt.SnapshotDir, name), Bytes: info.Size(), Kind: "full copy"}
+		s := snapshotFile{Name: name, Path: filepath.Join(u.opt.SnapshotDir, name), Bytes: info.Size(), Kind: "full copy"}
 		stamp := strings.TrimPrefix(name, u.opt.Stem+".")
 		stamp, _, _ = strings.Cut(stamp, "Z")
 		taken, _ := time.Parse(stampLayout, stamp)
 		s.Taken = taken.UTC().Format(memory.TimeLayout)
 		switch {
-		case strings.HasSuffix(name, ipc.UndoTag+".db"), strings.HasSuffix(name, ipc.PreRestoreTag+".db") && undo.IsRecord(s.Path):
+		case strings.HasSuffix(name, snapshot.UndoTag+".db"), strings.HasSuffix(name, snapshot.PreRestoreTag+".db") && snapshot.IsRecord(s.Path):
 			s.Kind, s.Undo = "undo record", true
-			if strings.HasSuffix(name, ipc.PreRestoreTag+".db") {
+			if strings.HasSuffix(name, snapshot.PreRestoreTag+".db") {
 				s.Kind = "undo record (safety copy taken by restore)"
 			}
-			rec, err := undo.ReadRecord(s.Path)
+			rec, err := snapshot.ReadRecord(s.Path)
 			if err != nil {
 				s.Problem = err.Error()
 			} else {
 				s.Reason, s.Tables, s.Rows = rec.Reason, rec.Tables, rec.Rows
 			}
-		case strings.HasSuffix(name, ipc.PreRestoreTag+".db"):
+		case strings.HasSuffix(name, snapshot.PreRestoreTag+".db"):
 			s.Kind = "full copy (safety copy taken by restore)"
 		}
 		if s.Reason == "" || s.Tool == "" {
@@ -557,7 +557,7 @@ func (u *UI) readSnapshots(ctx context.Context) ([]snapshot, error) {
 // auditOf finds the audit row of the call that took the snapshot: it
 // started at most an hour before the snapshot's time (the ts index bounds
 // the read) and names the file in its detail.
-func (u *UI) auditOf(ctx context.Context, s *snapshot, taken time.Time) error {
+func (u *UI) auditOf(ctx context.Context, s *snapshotFile, taken time.Time) error {
 	if taken.IsZero() {
 		return nil
 	}
@@ -660,7 +660,7 @@ func (u *UI) readTables(ctx context.Context) ([]object, error) {
 		} else {
 			// count(*) of a table is a statement of our own; a view's
 			// SELECT is the agent's, so views are never run.
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+strings.ReplaceAll(o.Name, `"`, `""`)+`"`).Scan(&o.Rows); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(o.Name)).Scan(&o.Rows); err != nil {
 				return nil, err
 			}
 			o.Counted = true
@@ -673,19 +673,14 @@ func (u *UI) readTables(ctx context.Context) ([]object, error) {
 // serverObject reports whether a table or view is the server's: its own
 // tables and view, SQLite's, and the shadow tables of a virtual table.
 func (u *UI) serverObject(name, listType string, virtual []string) bool {
-	if strings.HasPrefix(policy.FoldName(name), "sqlite_") || policy.IsServerObject(name, name) {
+	if strings.HasPrefix(rawsqlite.FoldName(name), "sqlite_") || policy.IsServerObject(name, name) {
 		return true
-	}
-	for _, p := range memory.ProtectedObjects {
-		if policy.SameName(name, p) {
-			return true
-		}
 	}
 	if listType == "shadow" {
 		return true
 	}
 	for _, v := range virtual {
-		if strings.HasPrefix(policy.FoldName(name), policy.FoldName(v)+"_") && listType != "virtual" {
+		if strings.HasPrefix(rawsqlite.FoldName(name), rawsqlite.FoldName(v)+"_") && listType != "virtual" {
 			return true
 		}
 	}

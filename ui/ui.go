@@ -31,7 +31,7 @@ var assets embed.FS
 // Options configure the pages.
 type Options struct {
 	// DB is the memory database; SnapshotDir its snapshot folder and Stem
-	// the file's name without extension (server.Stem), which names its
+	// the file's name without extension (config.Stem), which names its
 	// snapshots.
 	DB, SnapshotDir, Stem string
 	// Base is the path the handler is mounted under ("" standalone, "/ui"

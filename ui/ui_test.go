@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 const testHost = "127.0.0.1:8765"
@@ -65,7 +65,7 @@ func fixture(t *testing.T, events int) (db, snapDir string) {
 		t.Fatal(err)
 	}
 	taken := time.Now().UTC()
-	snap := filepath.Join(snapDir, ipc.SnapshotFileName("mem", "", taken))
+	snap := filepath.Join(snapDir, snapshot.FileName("mem", "", taken))
 	now := taken.Add(-time.Second)
 	for _, e := range []memory.AuditEntry{
 		{TS: now, Session: "20260101T000000Z-beef", Tool: "read_query", Query: sql.NullString{String: "SELECT 1", Valid: true}, OK: true, Rows: sql.NullInt64{Int64: 1, Valid: true}, Duration: 3 * time.Millisecond},

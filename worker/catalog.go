@@ -27,18 +27,19 @@ func (ex *executor) objects() ([]object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objs []object
-	err = ex.each("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY rowid", func(st *rawsqlite.Stmt) error {
-		o := object{typ: st.ColumnText(0), name: st.ColumnText(1), table: st.ColumnText(2), sql: st.ColumnText(3)}
-		o.shadow = shadow[policy.FoldName(o.name)]
+	rows, err := ex.conn.Schema()
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]object, 0, len(rows))
+	for _, r := range rows {
+		o := object{typ: r.Type, name: r.Name, table: r.Table, sql: r.SQL}
+		o.shadow = shadow[rawsqlite.FoldName(o.name)]
 		o.system = policy.IsServerObject(o.name, o.table)
 		objs = append(objs, o)
-		return nil
-	})
-	return objs, err
+	}
+	return objs, nil
 }
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // listTables answers list_tables: CSV name,type,system,rows, or the
 // readonly profile's {"tables":[{"name":...}]}.
@@ -101,7 +102,7 @@ func (ex *executor) listTables() (*ipc.Response, error) {
 
 // countRows counts under the read policy, like an agent's own query.
 func (ex *executor) countRows(table string) (int64, error) {
-	st, _, err := ex.compile("SELECT count(*) FROM " + quoteIdent(table))
+	st, _, err := ex.compile("SELECT count(*) FROM " + rawsqlite.QuoteIdent(table))
 	if err != nil {
 		return 0, err
 	}
@@ -120,7 +121,7 @@ func (ex *executor) findTable(name string) (object, error) {
 		return object{}, err
 	}
 	for _, o := range objs {
-		if (o.typ == "table" || o.typ == "view") && policy.SameName(o.name, name) {
+		if (o.typ == "table" || o.typ == "view") && rawsqlite.SameName(o.name, name) {
 			return o, nil
 		}
 	}

@@ -47,7 +47,10 @@ type executor struct {
 	dry *dryRun
 	// detail is what a failed request still tells its audit row (the SQL a
 	// search built, say).
-	detail map[string]any
+	detail *ipc.Detail
+	// copiedAgain says the full snapshot was copied a second time under
+	// the write lock (see snapshot); the audit detail says so too.
+	copiedAgain bool
 	// foreign lists the snapshot-named files rotation did not trust (named
 	// after the snapshot it kept); the answer reports them.
 	foreign []string
@@ -159,7 +162,7 @@ func declareInnocuousFTSFunctions(c *rawsqlite.Conn) error {
 func modeOf(req *ipc.Request) string {
 	switch req.Op {
 	case ipc.OpQuery:
-		return req.Mode
+		return string(req.Mode)
 	case ipc.OpCreateView:
 		return policy.Write.String()
 	}
@@ -267,7 +270,7 @@ func (ex *executor) capGrowth() error {
 func (ex *executor) shadowTables() (map[string]bool, error) {
 	shadow := map[string]bool{}
 	err := ex.each("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'", func(st *rawsqlite.Stmt) error {
-		shadow[policy.FoldName(st.ColumnText(0))] = true
+		shadow[rawsqlite.FoldName(st.ColumnText(0))] = true
 		return nil
 	})
 	return shadow, err

@@ -50,7 +50,7 @@ func (ex *executor) ftsTable(name string) (policy.FTSTable, bool, error) {
 	var command string
 	err := ex.each("SELECT cid, name, hidden FROM pragma_table_xinfo(?1)", func(st *rawsqlite.Stmt) error {
 		t.Columns++
-		if st.ColumnInt64(2) != 0 && policy.SameName(st.ColumnText(1), name) {
+		if st.ColumnInt64(2) != 0 && rawsqlite.SameName(st.ColumnText(1), name) {
 			t.Command, command = int(st.ColumnInt64(0)), st.ColumnText(1)
 		}
 		return nil
@@ -58,7 +58,7 @@ func (ex *executor) ftsTable(name string) (policy.FTSTable, bool, error) {
 	if err != nil || t.Command < 0 {
 		return t, false, err
 	}
-	err = ex.each("EXPLAIN INSERT INTO "+quoteIdent(name)+"("+quoteIdent(command)+") VALUES (NULL)", func(st *rawsqlite.Stmt) error {
+	err = ex.each("EXPLAIN INSERT INTO "+rawsqlite.QuoteIdent(name)+"("+rawsqlite.QuoteIdent(command)+") VALUES (NULL)", func(st *rawsqlite.Stmt) error {
 		if st.ColumnText(1) == "VUpdate" {
 			t.Vtab = st.ColumnText(5)
 		}

@@ -49,7 +49,7 @@ func takePreopened(req *ipc.Request) *executor {
 	}
 	preopened.ex = nil
 	if preopened.readOnly == req.ReadOnlyFile && sandbox.SamePath(preopened.path, req.DB) {
-		ex.detail, ex.clock, ex.progress = nil, nil, nil
+		ex.detail, ex.copiedAgain, ex.clock, ex.progress = nil, false, nil, nil
 		return ex
 	}
 	ex.conn.Close()
@@ -87,7 +87,7 @@ func readyAhead(log hclog.Logger) {
 	if preopened.readOnly {
 		mode = policy.Select
 	}
-	ex.req = &ipc.Request{Op: ipc.OpQuery, Mode: mode.String(), DB: preopened.path, SQL: warmQuery,
+	ex.req = &ipc.Request{Op: ipc.OpQuery, Mode: ipc.Mode(mode.String()), DB: preopened.path, SQL: warmQuery,
 		Caps: ipc.Caps{MaxRows: 1, MaxResultBytes: 32 << 10, MaxCellChars: 100}}
 	ex.log, ex.mode = log, mode
 	if err := ex.setup(); err != nil {
@@ -131,5 +131,5 @@ const warmFrame = `{"v":1,"op":"query","db":"-","mode":"read","sql":"SELECT 1","
 // request), and a standby has the time to pay it while it waits.
 func warmCodec() {
 	_, _ = ipc.ReadRequest(strings.NewReader(warmFrame))
-	_ = ipc.WriteResponse(io.Discard, &ipc.Response{Version: ipc.Version, OK: true, Text: "x", Rows: 1, Detail: map[string]any{"k": "v", "n": 1}})
+	_ = ipc.WriteResponse(io.Discard, &ipc.Response{Version: ipc.Version, OK: true, Text: "x", Rows: 1, Detail: &ipc.Detail{SQL: "v", Snapshot: &ipc.SnapshotDetail{Kind: ipc.SnapshotFull, Bytes: 1}}})
 }

@@ -15,10 +15,13 @@ import (
 // the connection were new, query_only and the authorizer included.
 func TestReadiedAhead(t *testing.T) {
 	tests := []struct {
-		name, op, mode, sql string
-		readOnlyFile        bool
-		code                errcode.Code
-		text                string
+		name         string
+		op           ipc.Op
+		mode         ipc.Mode
+		sql          string
+		readOnlyFile bool
+		code         errcode.Code
+		text         string
 	}{
 		{"read", ipc.OpQuery, "read", "SELECT name FROM t WHERE id = 1", false, "", "name\na\n# 1 rows"},
 		{"write refused in read", ipc.OpQuery, "read", "INSERT INTO t (name) VALUES ('x')", false, errcode.ReadOnly, "write_query"},

@@ -65,7 +65,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 	if r.Trigger == "" && r.DB == "main" {
 		switch r.Action {
 		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			f := policy.FoldName(r.Arg1)
+			f := rawsqlite.FoldName(r.Arg1)
 			w := d.writes[f]
 			if w == nil {
 				w = &tableWrite{name: r.Arg1}
@@ -79,7 +79,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 	if r.Trigger != "" {
 		switch r.Action {
 		case rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
-			t := policy.FoldName(r.Arg1)
+			t := rawsqlite.FoldName(r.Arg1)
 			if !slices.Contains(d.triggerWrites[t], r.Trigger) {
 				d.triggerWrites[t] = append(d.triggerWrites[t], r.Trigger)
 			}
@@ -98,7 +98,7 @@ func (d *dryRun) authorized(r rawsqlite.AuthRequest) {
 		o.Name = r.Arg2
 	}
 	for i, seen := range d.objects {
-		if seen.Action == o.Action && policy.FoldName(seen.Name) == policy.FoldName(o.Name) {
+		if seen.Action == o.Action && rawsqlite.FoldName(seen.Name) == rawsqlite.FoldName(o.Name) {
 			// DROP of a virtual table is reported as both kinds of drop.
 			if o.Type == "VIRTUAL TABLE" {
 				d.objects[i].Type = o.Type
@@ -181,15 +181,11 @@ func (ex *executor) truncatedTables(st *rawsqlite.Stmt) ([]string, error) {
 // a harmless write the request lets commit) and measures what it changed.
 // The write lock is held only while it runs.
 func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRun, truncated []string) (*ipc.Response, error) {
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
+	defer tx.Rollback()
 	p := &ipc.Preview{}
 	if s := ex.req.Snapshot; s != nil && s.Keep > 0 {
 		// A full copy is the whole file; an undo record costs what the
@@ -209,7 +205,7 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 	}
 	for i, o := range d.objects {
 		if o.Action == ipc.ObjectDrop && (o.Type == "TABLE" || o.Type == "VIRTUAL TABLE") {
-			n, err := ex.scalarInt("SELECT count(*) FROM main." + quoteIdent(o.Name))
+			n, err := ex.scalarInt("SELECT count(*) FROM main." + rawsqlite.QuoteIdent(o.Name))
 			if err != nil {
 				return nil, err
 			}
@@ -250,11 +246,10 @@ func (ex *executor) dryRunWrite(st *rawsqlite.Stmt, sum policy.Summary, d *dryRu
 		return nil, err
 	}
 	if ex.req.Preview.CommitIfHarmless && ex.req.Snapshot == nil && harmless(p) {
-		if err := ex.exec("COMMIT"); err != nil {
+		if err := tx.Commit(); err != nil {
 			return nil, err
 		}
-		committed = true
-		return ex.written(sum, changes, returning, nil), nil
+		return ex.written(sum, changes, returning, nil, nil), nil
 	}
 	return &ipc.Response{Text: "ok: dry run rolled back", Rows: changes, Preview: p}, nil
 }
@@ -293,12 +288,12 @@ func (ex *executor) tableChanges(d *dryRun, shadow map[string]bool, virtual []ip
 	dropped := map[string]bool{}
 	for _, o := range d.objects {
 		if o.Action == ipc.ObjectDrop {
-			dropped[policy.FoldName(o.Name)] = true
+			dropped[rawsqlite.FoldName(o.Name)] = true
 		}
 	}
 	changedOps := map[string]map[int]bool{}
 	for k := range d.rows {
-		f := policy.FoldName(k.table)
+		f := rawsqlite.FoldName(k.table)
 		if changedOps[f] == nil {
 			changedOps[f] = map[int]bool{}
 		}
@@ -308,7 +303,7 @@ func (ex *executor) tableChanges(d *dryRun, shadow map[string]bool, virtual []ip
 	sums := map[key]*ipc.TableChange{}
 	var order []key
 	for k, n := range d.rows {
-		f := policy.FoldName(k.table)
+		f := rawsqlite.FoldName(k.table)
 		if strings.HasPrefix(f, "sqlite_") || shadow[f] || dropped[f] {
 			continue
 		}
@@ -367,7 +362,7 @@ func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]boo
 		if via != "" {
 			return nil
 		}
-		parent := changedOps[policy.FoldName(st.ColumnText(0))]
+		parent := changedOps[rawsqlite.FoldName(st.ColumnText(0))]
 		onUpdate, onDelete := st.ColumnText(1), st.ColumnText(2)
 		if parent[rawsqlite.ChangeDelete] && actionChanges(onDelete, k.op) {
 			via = "ON DELETE " + onDelete
@@ -379,7 +374,7 @@ func (ex *executor) cause(k rowKey, d *dryRun, changedOps map[string]map[int]boo
 	if err != nil || via != "" {
 		return via, nil, err
 	}
-	if names := d.triggerWrites[policy.FoldName(k.table)]; len(names) > 0 {
+	if names := d.triggerWrites[rawsqlite.FoldName(k.table)]; len(names) > 0 {
 		return "trigger " + strings.Join(names, ", "), names, nil
 	}
 	return "trigger", nil, nil
@@ -409,9 +404,9 @@ func (ex *executor) tableKinds() (tableKinds, error) {
 	k := tableKinds{shadow: map[string]bool{}, virtual: map[string]string{}}
 	err := ex.each("SELECT name, type FROM pragma_table_list WHERE schema='main' AND type IN ('shadow', 'virtual')", func(st *rawsqlite.Stmt) error {
 		if st.ColumnText(1) == "shadow" {
-			k.shadow[policy.FoldName(st.ColumnText(0))] = true
+			k.shadow[rawsqlite.FoldName(st.ColumnText(0))] = true
 		} else {
-			k.virtual[policy.FoldName(st.ColumnText(0))] = st.ColumnText(0)
+			k.virtual[rawsqlite.FoldName(st.ColumnText(0))] = st.ColumnText(0)
 		}
 		return nil
 	})
@@ -458,9 +453,9 @@ func (ex *executor) virtualWrites(d *dryRun, kinds tableKinds) []virtualCount {
 // table's count(*) would not read), else count(*); -1 when it cannot be
 // counted (a module this SQLite lacks, say).
 func (ex *executor) virtualRows(name string, kinds tableKinds) int64 {
-	sql := "SELECT count(*) FROM main." + quoteIdent(name)
-	if kinds.shadow[policy.FoldName(name+"_docsize")] {
-		sql = "SELECT count(*) FROM main." + quoteIdent(name+"_docsize")
+	sql := "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name)
+	if kinds.shadow[rawsqlite.FoldName(name+"_docsize")] {
+		sql = "SELECT count(*) FROM main." + rawsqlite.QuoteIdent(name+"_docsize")
 	}
 	n, err := ex.scalarInt(sql)
 	if err != nil {

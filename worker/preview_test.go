@@ -53,7 +53,7 @@ func digest(t *testing.T, db string) [32]byte {
 		t.Fatal(err)
 	}
 	for _, tb := range tables {
-		if err := eachRow(c, "SELECT * FROM "+quoteIdent(tb), func(st *rawsqlite.Stmt) {
+		if err := eachRow(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tb), func(st *rawsqlite.Stmt) {
 			for i := 0; i < st.ColumnCount(); i++ {
 				b.WriteString(st.ColumnText(i) + ",")
 			}
@@ -80,7 +80,7 @@ func eachRow(c *rawsqlite.Conn, sql string, fn func(*rawsqlite.Stmt)) error {
 	}
 }
 
-func previewRequest(db, mode, sql string) *ipc.Request {
+func previewRequest(db string, mode ipc.Mode, sql string) *ipc.Request {
 	req := request(db, ipc.OpQuery, mode, sql)
 	req.Preview = &ipc.PreviewRequest{}
 	return req
@@ -88,10 +88,12 @@ func previewRequest(db, mode, sql string) *ipc.Request {
 
 func TestPreview(t *testing.T) {
 	tests := []struct {
-		name, mode, sql string
-		changes         int64
-		tables          []ipc.TableChange
-		objects         []ipc.ObjectChange
+		name    string
+		mode    ipc.Mode
+		sql     string
+		changes int64
+		tables  []ipc.TableChange
+		objects []ipc.ObjectChange
 	}{
 		{"delete cascades and sets null", "destructive", "DELETE FROM orders WHERE id = 1", 1,
 			[]ipc.TableChange{{Table: "orders", Deleted: 1}, {Table: "order_items", Deleted: 3, Via: "ON DELETE CASCADE"}, {Table: "refs", Updated: 1, Via: "ON DELETE SET NULL"}}, nil},
@@ -242,9 +244,9 @@ func TestPreviewSnapshotSize(t *testing.T) {
 	}
 	// An undo record (--snapshot-mode undo, or auto above --snapshot-full-mb).
 	for _, mode := range []struct {
-		mode   string
+		mode   ipc.SnapshotKind
 		fullMB int
-		kind   string
+		kind   ipc.SnapshotKind
 	}{{ipc.SnapshotUndo, 64, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 0, ipc.SnapshotUndo}, {ipc.SnapshotAuto, 64, ipc.SnapshotFull}} {
 		req.Snapshot.Mode, req.Snapshot.FullMB = mode.mode, mode.fullMB
 		if resp := execute(req, hclog.NewNullLogger()); !resp.OK || resp.Preview.Snapshot == nil || resp.Preview.Snapshot.Kind != mode.kind {
@@ -261,11 +263,13 @@ func TestPreviewSnapshotSize(t *testing.T) {
 
 func TestPreviewAnswers(t *testing.T) {
 	tests := []struct {
-		name, mode, sql string
-		harmless        bool
-		code            errcode.Code
-		text            string
-		committed       bool // the database changed
+		name      string
+		mode      ipc.Mode
+		sql       string
+		harmless  bool
+		code      errcode.Code
+		text      string
+		committed bool // the database changed
 	}{
 		{"a read is answered", "destructive", "SELECT count(*) AS n FROM orders", false, "", "n\n4\n# 1 rows", false},
 		{"harmless insert is committed", "write", "INSERT INTO history VALUES ('x')", true, "", "ok: 1 rows affected (last_insert_rowid=3)", true},

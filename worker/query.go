@@ -168,11 +168,11 @@ func (ex *executor) write(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response
 		return nil, err
 	}
 	committed = true
-	var detail map[string]any
+	var detail *ipc.Detail
 	if ex.mode == policy.Destructive {
 		detail = snap.detail()
 	}
-	resp := ex.written(sum, changes, returning, detail)
+	resp := ex.written(sum, changes, returning, snap, detail)
 	resp.Recounted = recounted
 	return resp, nil
 }
@@ -233,8 +233,11 @@ func (ex *executor) apply(st *rawsqlite.Stmt, sum policy.Summary) (*result, int6
 	return returning, changes, nil
 }
 
-// written is the answer to a committed write (SPEC 5.2).
-func (ex *executor) written(sum policy.Summary, changes int64, returning *result, detail map[string]any) *ipc.Response {
+// written is the answer to a committed write (SPEC 5.2); snap is the
+// snapshot a destructive statement took (nil or without a path: none),
+// and detail what the audit row says of it (snap.detail()), which the
+// answer only adds to.
+func (ex *executor) written(sum policy.Summary, changes int64, returning *result, snap *taken, detail *ipc.Detail) *ipc.Response {
 	var b strings.Builder
 	if sum.Schema {
 		b.WriteString("ok: schema statement executed")
@@ -246,11 +249,9 @@ func (ex *executor) written(sum policy.Summary, changes int64, returning *result
 		}
 	}
 	if ex.mode == policy.Destructive {
-		if p, ok := detail["snapshot"].(string); ok && p != "" {
-			b.WriteString("; snapshot: " + p + foreignNote(ex.foreign))
-			if len(ex.foreign) > 0 {
-				detail["snapshot_foreign"] = ex.foreign
-			}
+		if snap != nil && snap.path != "" {
+			b.WriteString("; snapshot: " + snap.path + foreignNote(ex.foreign))
+			detail.Snapshot.Foreign = ex.foreign
 		} else {
 			b.WriteString("; snapshots are disabled")
 		}
@@ -396,9 +397,9 @@ func (ex *executor) checkNewTriggers(before map[string]bool) error {
 		// Every column is set, so that UPDATE OF triggers are compiled too.
 		sets := make([]string, len(cols))
 		for i, c := range cols {
-			sets[i] = quoteIdent(c.name) + " = " + quoteIdent(c.name)
+			sets[i] = rawsqlite.QuoteIdent(c.name) + " = " + rawsqlite.QuoteIdent(c.name)
 		}
-		table := quoteIdent(tr.table)
+		table := rawsqlite.QuoteIdent(tr.table)
 		probes := []string{"INSERT INTO " + table + " DEFAULT VALUES", "DELETE FROM " + table}
 		if len(sets) > 0 {
 			probes = append(probes, "UPDATE "+table+" SET "+strings.Join(sets, ", "))

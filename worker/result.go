@@ -14,8 +14,8 @@ type result struct {
 	json *render.JSON
 }
 
-func newResult(format string, caps render.Caps, columns []string) *result {
-	if format == "json" {
+func newResult(format ipc.Format, caps render.Caps, columns []string) *result {
+	if format == ipc.FormatJSON {
 		return &result{json: render.NewJSON(caps, columns)}
 	}
 	return &result{csv: render.NewCSV(caps, columns)}

@@ -58,7 +58,7 @@ func admit(req *ipc.Request, tempDir string, log hclog.Logger) error {
 		}
 		// Confining reads the database header by hand, and closing that
 		// descriptor would drop the locks of a connection opened ahead
-		// (filelock/DESIGN.md): close it first; the request opens its own.
+		// (osfile/DESIGN.md): close it first; the request opens its own.
 		dropPreopened()
 		// The re-executed process reads the request again from stdin.
 		var frame bytes.Buffer

@@ -7,7 +7,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/search"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/worker/search"
 )
 
 // defaultCandidateCap applies when a request names no cap (a hand-written
@@ -41,7 +41,7 @@ func (ex *executor) search() (*ipc.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex.detail = map[string]any{"sql": plan.SQL}
+	ex.detail = &ipc.Detail{SQL: plan.SQL}
 	st, text, err := ex.compile(plan.SQL)
 	if err != nil {
 		return nil, err
@@ -126,12 +126,12 @@ func (ex *executor) search() (*ipc.Response, error) {
 	return &ipc.Response{
 		Text: string(body),
 		Rows: int64(t.Returned),
-		Detail: map[string]any{
-			"sql":    text,
-			"search": *sr,
-			"scan": map[string]any{
-				"columns": plan.Columns, "key": plan.Key, "candidate_rows": t.Candidates,
-				"matching_values": t.Matches, "matching_rows": t.MatchingRows, "candidate_cap_hit": t.CapHit,
+		Detail: &ipc.Detail{
+			SQL:    text,
+			Search: sr,
+			Scan: &ipc.SearchScan{
+				Columns: plan.Columns, Key: plan.Key, CandidateRows: t.Candidates,
+				MatchingValues: t.Matches, MatchingRows: t.MatchingRows, CandidateCapHit: t.CapHit,
 			},
 		},
 	}, nil

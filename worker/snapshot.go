@@ -1,20 +1,17 @@
 package worker
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/dirsync"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // snapshotPages is what one backup step copies (4 MiB of 4 KiB pages):
@@ -36,7 +33,7 @@ var (
 // returns with the write transaction the statement runs in already begun,
 // so that the snapshot holds exactly the state the statement starts from.
 //
-// The copy is written under a partial name (ending in ipc.PartialSuffix),
+// The copy is written under a partial name (ending in snapshot.PartialSuffix),
 // synced, and renamed only when complete, so a file with a snapshot's name
 // is always a whole snapshot. Whatever stops the copy removes the partial
 // file here; when the worker is killed, the front removes it (it chose the
@@ -65,7 +62,8 @@ func (ex *executor) snapshot() (string, error) {
 	}
 	path := c.path
 	afterCopyHook()
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return "", err
 	}
 	now, err := ex.scalarInt("PRAGMA data_version")
@@ -77,10 +75,12 @@ func (ex *executor) snapshot() (string, error) {
 		}
 	}
 	if err != nil {
-		_ = ex.exec("ROLLBACK")
+		tx.Rollback()
 		return "", err
 	}
-	rotate(s.Dir, s.Stem, s.Keep, path, ex)
+	if f := snapshot.Rotate(s.Dir, s.Stem, s.Keep, path, ex.log); len(f) > 0 {
+		ex.foreign = f
+	}
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseStatement}, true)
 	if ex.clock != nil {
 		ex.clock.Reset(time.Duration(ex.req.Limits.TimeoutMS) * time.Millisecond)
@@ -101,11 +101,10 @@ func (ex *executor) snapshotNow() (*ipc.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rotate(s.Dir, s.Stem, s.Keep, c.path, ex)
-	detail := map[string]any{"snapshot": c.path}
-	if len(ex.foreign) > 0 {
-		detail["snapshot_foreign"] = ex.foreign
+	if f := snapshot.Rotate(s.Dir, s.Stem, s.Keep, c.path, ex.log); len(f) > 0 {
+		ex.foreign = f
 	}
+	detail := &ipc.Detail{Snapshot: &ipc.SnapshotDetail{Path: c.path, Foreign: ex.foreign}}
 	return &ipc.Response{Text: "ok: snapshot written: " + c.path + foreignNote(ex.foreign), Detail: detail}, nil
 }
 
@@ -131,7 +130,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		// The statement's time ran out while it compiled.
 		return snapshotCopy{}, &rawsqlite.Error{Code: rawsqlite.ResultInterrupt, Msg: "interrupted"}
 	}
-	if err := dirsync.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := osfile.MkdirAll(s.Dir, 0o700); err != nil {
 		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "cannot create the snapshot folder: "+err.Error()+"; "+ex.notRun())
 	}
 	c := snapshotCopy{
@@ -163,7 +162,7 @@ func (ex *executor) copySnapshot() (snapshotCopy, error) {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, err
 	}
-	if c.path, err = keepSnapshot(c.tmp, s.Dir, s.Stem, "", c.started); err != nil {
+	if c.path, err = snapshot.Keep(c.tmp, s.Dir, s.Stem, "", c.started); err != nil {
 		_ = os.Remove(c.tmp)
 		return snapshotCopy{}, errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
 	}
@@ -184,9 +183,10 @@ func (ex *executor) notRun() string {
 func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, budget time.Duration) (string, error) {
 	ex.log.Info("another connection committed during the snapshot; copying again under the write lock")
 	if ex.detail == nil {
-		ex.detail = map[string]any{}
+		ex.detail = &ipc.Detail{}
 	}
-	ex.detail["snapshot_copied_again"] = true
+	ex.detail.CopiedAgain = true
+	ex.copiedAgain = true
 	src, err := openConn(ex.req.DB, false)
 	if err != nil {
 		return "", err
@@ -197,7 +197,7 @@ func (ex *executor) copyAgain(tmp string, s *ipc.Snapshot, started time.Time, bu
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	path, err := keepSnapshot(tmp, s.Dir, s.Stem, "", time.Now())
+	path, err := snapshot.Keep(tmp, s.Dir, s.Stem, "", time.Now())
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot could not be stored: "+err.Error()+"; "+ex.notRun())
@@ -230,188 +230,16 @@ func (ex *executor) copyTo(src *rawsqlite.Conn, tmp string, started time.Time, b
 // partialName is the request's partial file name, checked to be a plain
 // name in the snapshot folder, or one made up for a hand-written request.
 func partialName(s *ipc.Snapshot) (string, error) {
-	if !plainName(s.Stem) {
+	if !snapshot.PlainName(s.Stem) {
 		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot stem %q must be a plain file name", s.Stem))
 	}
 	if s.Partial == "" {
-		return s.Stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ipc.PartialSuffix, nil
+		return snapshot.NewPartialName(s.Stem), nil
 	}
-	if !plainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, ipc.PartialSuffix) {
-		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, ipc.PartialSuffix))
+	if !snapshot.PlainName(s.Partial) || !strings.HasPrefix(s.Partial, s.Stem+".") || !strings.HasSuffix(s.Partial, snapshot.PartialSuffix) {
+		return "", errcode.New(errcode.InvalidArgument, fmt.Sprintf("snapshot partial name %q must be a plain file name <stem>.*%s", s.Partial, snapshot.PartialSuffix))
 	}
 	return s.Partial, nil
-}
-
-func plainName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
-}
-
-// FullSnapshot copies the database of src with SQLite's online backup API
-// into <dir>/<stem>.<stamp>Z<tag>.db (tag "" or ipc.PreRestoreTag) under a
-// partial name, syncs it and renames it when complete, as
-// destructive_query's snapshots are written, and returns its path. It
-// removes no other snapshot: retention runs with the next
-// destructive_query or snapshot call.
-func FullSnapshot(src *rawsqlite.Conn, dir, stem, tag string) (string, error) {
-	if err := checkSnapshotName(stem, tag); err != nil {
-		return "", err
-	}
-	tmp, err := NewPartial(dir, stem)
-	if err != nil {
-		return "", err
-	}
-	started := time.Now()
-	if err := src.Backup(tmp); err != nil {
-		return "", err
-	}
-	path, err := keepSnapshot(tmp, dir, stem, tag, started)
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", err
-	}
-	return path, nil
-}
-
-// NewPartial creates the snapshot folder dir if needed and returns a
-// fresh partial name in it for a snapshot of stem, which retention and the
-// leftover sweep know (restore writes its safety undo record there).
-func NewPartial(dir, stem string) (string, error) {
-	if err := dirsync.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("cannot create the snapshot folder: %w", err)
-	}
-	name, err := partialName(&ipc.Snapshot{Dir: dir, Stem: stem})
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
-
-// KeepSnapshot is keepSnapshot for a snapshot written outside a worker:
-// tag must be one of ipc.SnapshotTags.
-func KeepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
-	if err := checkSnapshotName(stem, tag); err != nil {
-		return "", err
-	}
-	return keepSnapshot(tmp, dir, stem, tag, taken)
-}
-
-// checkSnapshotName refuses a stem and tag that make no snapshot name.
-func checkSnapshotName(stem, tag string) error {
-	if !plainName(stem) || !slices.Contains(ipc.SnapshotTags, tag) {
-		return fmt.Errorf("snapshot name %q%q is not a snapshot name", stem, tag)
-	}
-	return nil
-}
-
-// keepSnapshot syncs the complete copy at tmp and renames it to its
-// snapshot name (the time it was taken, then tag), then syncs the folder
-// so that the name survives a power loss.
-func keepSnapshot(tmp, dir, stem, tag string, taken time.Time) (string, error) {
-	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
-	if err != nil {
-		return "", err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", err
-	}
-	// Two snapshots in one millisecond (two servers on one file) must not
-	// replace each other.
-	for range 1000 {
-		path := filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))
-		if nameFree(dir, stem, taken) {
-			if err := os.Rename(tmp, path); err != nil {
-				return "", err
-			}
-			dirsync.Sync(dir)
-			return path, nil
-		}
-		taken = taken.Add(time.Millisecond)
-	}
-	return "", errors.New("no free snapshot name")
-}
-
-// nameFree reports whether no snapshot of stem of any tag was taken at
-// taken: snapshots of all kinds share one history, one snapshot per stamp.
-func nameFree(dir, stem string, taken time.Time) bool {
-	for _, tag := range ipc.SnapshotTags {
-		if _, err := os.Lstat(filepath.Join(dir, ipc.SnapshotFileName(stem, tag, taken))); !errors.Is(err, os.ErrNotExist) {
-			return false
-		}
-	}
-	return true
-}
-
-// futureSkew is how far after the snapshot just written another
-// snapshot's name may be dated and still be trusted: two servers on one
-// file, or a name moved on by a millisecond to be free, stay well inside
-// it.
-const futureSkew = time.Minute
-
-// rotate keeps the snapshot just written (kept, a path in dir) and the
-// newest keep-1 other complete snapshots of stem, full copies and undo
-// records together, and removes the rest.
-//
-// Only names say when a snapshot was taken, and anything that can write
-// the folder can choose one: a snapshot named later than the one just
-// written (beyond futureSkew) was not written by this clock's present (a
-// clock set back, or a planted file), so it is neither counted nor
-// removed, and it is reported in the log and in ex.foreign for the
-// answer. The snapshot just written is never removed, whatever names
-// surround it. Partial files are not snapshots and do not count; neither
-// does a snapshot with a journal beside it (an incomplete one from a
-// version that wrote snapshots in place), which ipc.SnapshotLeftovers
-// reports.
-func rotate(dir, stem string, keep int, kept string, ex *executor) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	just := filepath.Base(kept)
-	ref, ok := ipc.SnapshotStamp(just, stem)
-	if !ok || filepath.Dir(kept) != filepath.Clean(dir) {
-		// Not a snapshot of this folder: judge names by the clock.
-		ref, just = time.Now().UTC(), ""
-	}
-	var complete, foreign []string
-	for n := range names {
-		stamp, ok := ipc.SnapshotStamp(n, stem)
-		switch {
-		case !ok || names[n+"-journal"] || n == just:
-		case stamp.After(ref.Add(futureSkew)):
-			foreign = append(foreign, n)
-		default:
-			complete = append(complete, n)
-		}
-	}
-	if len(foreign) > 0 {
-		sort.Strings(foreign)
-		ex.foreign = foreign
-		ex.log.Warn("files in the snapshot folder are named after the snapshot just written (a clock set back, or files this server did not write): they are neither counted toward --snapshots nor removed", "folder", dir, "files", foreign)
-	}
-	if just != "" {
-		keep-- // the snapshot just written is one of those kept
-	}
-	sort.Strings(complete)
-	for len(complete) > max(keep, 0) {
-		if err := os.Remove(filepath.Join(dir, complete[0])); err != nil {
-			ex.log.Warn("could not remove an old snapshot", "file", complete[0], "error", err)
-		}
-		// A snapshot is a WAL database: opening one by hand leaves these.
-		for _, companion := range []string{"-wal", "-shm"} {
-			if names[complete[0]+companion] {
-				_ = os.Remove(filepath.Join(dir, complete[0]+companion))
-			}
-		}
-		complete = complete[1:]
-	}
 }
 
 // foreignNote is what an answer says of the files rotation did not trust,

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // bigDB is testDB plus about 12 MB of rows, so a snapshot takes several
@@ -80,7 +80,7 @@ func TestSnapshot(t *testing.T) {
 		names := dirNames(t, dir)
 		var complete []string
 		for _, n := range names {
-			if ipc.IsSnapshotName(n, "w") && !slices.Contains(stale, n) {
+			if snapshot.IsName(n, "w") && !slices.Contains(stale, n) {
 				complete = append(complete, n)
 			}
 		}
@@ -102,7 +102,7 @@ func TestSnapshot(t *testing.T) {
 		if n := strings.Count(frames.String(), `"phase":"statement"`); n != 3 {
 			t.Fatalf("%d statement frames, want 3", n)
 		}
-		got := ipc.SnapshotLeftovers(dir, "w")
+		got := snapshot.Leftovers(dir, "w")
 		want := []string{filepath.Join(dir, stale[1]), filepath.Join(dir, stale[2]), filepath.Join(dir, stale[0])}
 		if !slices.Equal(got, want) {
 			t.Fatalf("leftovers %v, want %v", got, want)
@@ -199,7 +199,7 @@ func TestSnapshot(t *testing.T) {
 			if !resp.OK || !strings.HasPrefix(resp.Text, "ok: "+want+" rows affected; snapshot: ") {
 				t.Fatalf("got %+v", resp)
 			}
-			if again := resp.Detail["snapshot_copied_again"] == true; again != (tt.when != "") {
+			if again := resp.Detail.Fields()["snapshot_copied_again"] == true; again != (tt.when != "") {
 				t.Fatalf("copied again: %v (detail %v)", again, resp.Detail)
 			}
 			names := dirNames(t, dir)
@@ -225,7 +225,7 @@ func TestSnapshot(t *testing.T) {
 				t.Errorf("%+v: got %v", s, err)
 			}
 		}
-		if name, err := partialName(&ipc.Snapshot{Stem: "w"}); err != nil || !strings.HasPrefix(name, "w.") || !strings.HasSuffix(name, ipc.PartialSuffix) {
+		if name, err := partialName(&ipc.Snapshot{Stem: "w"}); err != nil || !strings.HasPrefix(name, "w.") || !strings.HasSuffix(name, snapshot.PartialSuffix) {
 			t.Errorf("made-up name %q, %v", name, err)
 		}
 	})
@@ -283,48 +283,6 @@ func commitLateRow(t *testing.T, db string) {
 	}
 }
 
-func TestIsSnapshotName(t *testing.T) {
-	tests := []struct {
-		name string
-		want bool
-	}{
-		{"memory.20261130T101500.123Z.db", true},
-		{"memory.20261130T101500.123Z.pre-restore.db", true},
-		{"memory.20261130T101500.123Z.post-restore.db", false},
-		{"memory.20261130T101500Z.db", false},
-		{"memory.abc.partial", false},
-		{"other.20261130T101500.123Z.db", false},
-		{"memory.20261130T101500.123Z.db-wal", false},
-		{"memory.pre-restore.db", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ipc.IsSnapshotName(tt.name, "memory"); got != tt.want {
-				t.Fatalf("ipc.IsSnapshotName(%q) = %v, want %v", tt.name, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestRetentionCountsSafetySnapshots: restore's safety snapshots are
-// snapshots to retention, in time order with the others.
-func TestRetentionCountsSafetySnapshots(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"w.20260101T000000.000Z.db", "w.20260102T000000.000Z.pre-restore.db", "w.20260103T000000.000Z.db"} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rotate(dir, "w", 2, "", &executor{log: hclog.NewNullLogger()})
-	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260102T000000.000Z.pre-restore.db", "w.20260103T000000.000Z.db"}) {
-		t.Fatalf("after keeping 2: %v", got)
-	}
-	rotate(dir, "w", 1, "", &executor{log: hclog.NewNullLogger()})
-	if got := dirNames(t, dir); !slices.Equal(got, []string{"w.20260103T000000.000Z.db"}) {
-		t.Fatalf("after keeping 1: %v", got)
-	}
-}
-
 // TestSnapshotNow: the snapshot tool's request copies the database whole,
 // keeps and rotates like a destructive query's snapshot, runs while
 // another connection holds the write lock (it needs none), and reports a
@@ -352,7 +310,7 @@ func TestSnapshotNow(t *testing.T) {
 	for i := range 3 {
 		resp := executeTo(now(dir, 2), log, &frames)
 		path, ok := strings.CutPrefix(resp.Text, "ok: snapshot written: ")
-		if !resp.OK || !ok || resp.Detail["snapshot"] != path {
+		if !resp.OK || !ok || resp.Detail.Fields()["snapshot"] != path {
 			t.Fatalf("call %d: %+v", i, resp)
 		}
 		paths = append(paths, path)
@@ -390,68 +348,17 @@ func TestSnapshotNow(t *testing.T) {
 	}
 }
 
-// TestRotationKeepsWhatItWrote: five snapshot-named files dated in the
-// future (a clock set back, or planted) neither push out the snapshot just
-// written nor count toward retention; they are reported and left alone,
-// while older snapshots rotate as before.
-func TestRotationKeepsWhatItWrote(t *testing.T) {
-	now := time.Now().UTC()
-	name := func(d time.Duration, tag string) string { return ipc.SnapshotFileName("w", tag, now.Add(d)) }
-	future := []string{name(24*time.Hour, ""), name(48*time.Hour, ""), name(72*time.Hour, ipc.UndoTag), name(96*time.Hour, ""), name(365*24*time.Hour, ipc.PreRestoreTag)}
-	old := []string{name(-3*time.Hour, ""), name(-2*time.Hour, ipc.UndoTag), name(-time.Hour, "")}
-	within := name(30*time.Second, "") // another server's, inside the skew
-	tests := []struct {
-		name      string
-		keep      int
-		kept      []string // besides the one just written
-		withinToo bool
-	}{
-		{"keep 1 keeps only the one just written", 1, nil, false},
-		{"keep 3 keeps the two newest older ones", 3, old[1:], false},
-		{"keep 10 removes nothing", 10, old, false},
-		{"a name inside the skew counts as a snapshot", 2, nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			files := append(append(slices.Clone(future), old...), name(0, ""))
-			if tt.withinToo {
-				files = append(files, within)
-			}
-			for _, n := range files {
-				if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			just := filepath.Join(dir, name(0, ""))
-			ex := &executor{log: hclog.NewNullLogger()}
-			rotate(dir, "w", tt.keep, just, ex)
-			want := append(append(slices.Clone(future), tt.kept...), name(0, ""))
-			if tt.withinToo {
-				want = append(want, within)
-			}
-			slices.Sort(want)
-			if got := dirNames(t, dir); !slices.Equal(got, want) {
-				t.Fatalf("left %v\nwant %v", got, want)
-			}
-			if got := slices.Sorted(slices.Values(ex.foreign)); !slices.Equal(got, slices.Sorted(slices.Values(future))) {
-				t.Fatalf("reported %v, want the future-dated %v", ex.foreign, future)
-			}
-		})
-	}
-}
-
 // TestSnapshotAmongFutureFiles: destructive_query and the snapshot tool
 // answer the path of a snapshot that exists, and say which files they did
 // not trust.
 func TestSnapshotAmongFutureFiles(t *testing.T) {
-	for _, op := range []string{ipc.OpQuery, ipc.OpSnapshot} {
-		t.Run(op, func(t *testing.T) {
+	for _, op := range []ipc.Op{ipc.OpQuery, ipc.OpSnapshot} {
+		t.Run(string(op), func(t *testing.T) {
 			db := testDB(t)
 			dir := filepath.Join(t.TempDir(), "snaps")
 			os.MkdirAll(dir, 0o700)
 			for i := range 5 {
-				n := ipc.SnapshotFileName("w", "", time.Now().Add(time.Duration(i+1)*24*time.Hour))
+				n := snapshot.FileName("w", "", time.Now().Add(time.Duration(i+1)*24*time.Hour))
 				os.WriteFile(filepath.Join(dir, n), []byte("planted"), 0o600)
 			}
 			req := request(db, op, "destructive", "DELETE FROM t WHERE id = 1")
@@ -463,7 +370,7 @@ func TestSnapshotAmongFutureFiles(t *testing.T) {
 			if !resp.OK {
 				t.Fatalf("%s: %s", resp.Code, resp.Message)
 			}
-			path, _ := resp.Detail["snapshot"].(string)
+			path, _ := resp.Detail.Fields()["snapshot"].(string)
 			if _, err := os.Stat(path); path == "" || err != nil {
 				t.Fatalf("answered snapshot %q, which does not exist (%v): %s", path, err, resp.Text)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/policy"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // undoRecordHook runs after an undo record is written and before it is
@@ -22,10 +22,10 @@ var undoRecordHook = func() {}
 // set before the statement runs) or an undo record (rec set until the
 // record is kept, then path).
 type taken struct {
-	kind    string // ipc.SnapshotFull or ipc.SnapshotUndo
-	why     string // why this kind, for the audit row
+	kind    ipc.SnapshotKind // ipc.SnapshotFull or ipc.SnapshotUndo
+	why     string           // why this kind, for the audit row
 	path    string
-	rec     *undo.Recorder
+	rec     *snapshot.Recorder
 	partial string
 	started time.Time
 	bytes   int64
@@ -34,18 +34,14 @@ type taken struct {
 }
 
 // detail is what the audit row says about the snapshot.
-func (t *taken) detail() map[string]any {
+func (t *taken) detail() *ipc.Detail {
 	if t == nil {
-		return map[string]any{"snapshot": ""}
+		return &ipc.Detail{Snapshot: &ipc.SnapshotDetail{}}
 	}
-	d := map[string]any{"snapshot": t.path, "snapshot_kind": t.kind, "snapshot_why": t.why, "snapshot_bytes": t.bytes}
-	if t.kind == ipc.SnapshotUndo {
-		d["snapshot_rows"] = t.rows
+	return &ipc.Detail{
+		Snapshot:    &ipc.SnapshotDetail{Path: t.path, Kind: t.kind, Why: t.why, Bytes: t.bytes, Rows: t.rows},
+		CopiedAgain: t.again,
 	}
-	if t.again {
-		d["snapshot_copied_again"] = true
-	}
-	return d
 }
 
 // abort removes an undo record that will not be kept.
@@ -70,7 +66,7 @@ func (ex *executor) beforeDestructive() (*taken, error) {
 	}
 	if wantUndo {
 		t, err := ex.beginUndo(why)
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if !errors.As(err, &full) {
 			return t, err
 		}
@@ -105,7 +101,7 @@ func (ex *executor) fullSnapshot(why string) (*taken, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &taken{kind: ipc.SnapshotFull, why: why, path: path, again: ex.detail["snapshot_copied_again"] == true}
+	t := &taken{kind: ipc.SnapshotFull, why: why, path: path, again: ex.copiedAgain}
 	if fi, err := os.Stat(path); err == nil {
 		t.bytes = fi.Size()
 	}
@@ -122,7 +118,7 @@ func (ex *executor) databaseBytes() (int64, error) {
 }
 
 // beginUndo takes the write lock, copies what the statement will drop or
-// alter into a new record and starts recording. *undo.FullCopyNeeded
+// alter into a new record and starts recording. *snapshot.FullCopyNeeded
 // means the statement needs a full copy instead; nothing is left then.
 //
 // The statement's clock stops while the copies are made, as for a full
@@ -146,17 +142,18 @@ func (ex *executor) beginUndo(why string) (*taken, error) {
 	}
 	ex.progress.report(ipc.Progress{Phase: ipc.PhaseSnapshot}, true)
 	t := &taken{kind: ipc.SnapshotUndo, why: why, partial: filepath.Join(s.Dir, partial), started: time.Now()}
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		restart()
 		return nil, err
 	}
-	plan := undo.PlanFrom(ex.actions)
+	plan := snapshot.PlanFrom(ex.actions)
 	plan.Skip = policy.IsProtected
-	t.rec, err = undo.Begin(ex.conn, t.partial, plan)
+	t.rec, err = snapshot.Begin(ex.conn, t.partial, plan)
 	if err != nil {
-		_ = ex.exec("ROLLBACK")
+		tx.Rollback()
 		restart()
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if errors.As(err, &full) {
 			return nil, err
 		}
@@ -179,9 +176,9 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 		err = ex.keepUndo(t)
 	case outOfMemory(runErr):
 		// The session keeps every old row; a full copy needs no memory.
-		err = &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+		err = &snapshot.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
 	}
-	var full *undo.FullCopyNeeded
+	var full *snapshot.FullCopyNeeded
 	if !errors.As(err, &full) {
 		if err != nil {
 			t.abort()
@@ -213,10 +210,10 @@ func (ex *executor) settleUndo(st *rawsqlite.Stmt, sum policy.Summary, t *taken,
 // only the partial file, which the front removes.
 func (ex *executor) keepUndo(t *taken) error {
 	s := ex.req.Snapshot
-	sum, err := t.rec.Finish(undo.Info{Taken: t.started.UTC().Format("2006-01-02T15:04:05.000Z"), Statement: ex.req.SQL, Reason: s.Reason})
+	sum, err := t.rec.Finish(snapshot.Info{Taken: t.started.UTC().Format("2006-01-02T15:04:05.000Z"), Statement: ex.req.SQL, Reason: s.Reason})
 	if err != nil {
 		t.abort()
-		var full *undo.FullCopyNeeded
+		var full *snapshot.FullCopyNeeded
 		if errors.As(err, &full) {
 			return err
 		}
@@ -224,17 +221,19 @@ func (ex *executor) keepUndo(t *taken) error {
 			return err // the statement's time ran out: TIMEOUT
 		}
 		if outOfMemory(err) {
-			return &undo.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
+			return &snapshot.FullCopyNeeded{Reason: fmt.Sprintf("the change is too large to record within --worker-memory-mb=%d", ex.req.Limits.MemoryMB)}
 		}
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be written, so the statement was rolled back: "+err.Error())
 	}
 	undoRecordHook()
-	path, err := keepSnapshot(t.partial, s.Dir, s.Stem, ipc.UndoTag, t.started)
+	path, err := snapshot.Keep(t.partial, s.Dir, s.Stem, snapshot.UndoTag, t.started)
 	if err != nil {
 		t.abort()
 		return errcode.New(errcode.DatabaseUnavailable, "the undo record could not be stored, so the statement was rolled back: "+err.Error())
 	}
 	t.rec, t.path, t.bytes, t.rows = nil, path, sum.Bytes, sum.Rows
-	rotate(s.Dir, s.Stem, s.Keep, path, ex)
+	if f := snapshot.Rotate(s.Dir, s.Stem, s.Keep, path, ex.log); len(f) > 0 {
+		ex.foreign = f
+	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/undo"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
-func undoRequest(db, dir, mode string, fullMB int, sql string) *ipc.Request {
+func undoRequest(db, dir string, mode ipc.SnapshotKind, fullMB int, sql string) *ipc.Request {
 	req := request(db, ipc.OpQuery, "destructive", sql)
 	req.Snapshot = &ipc.Snapshot{Dir: dir, Stem: "w", Keep: 3, Partial: "w.test.partial", Mode: mode, FullMB: fullMB, Reason: "tidy up"}
 	return req
@@ -59,7 +59,7 @@ func TestUndoSnapshot(t *testing.T) {
 	t.Run("auto takes a full copy of a small database and an undo record of a large one", func(t *testing.T) {
 		for _, tt := range []struct {
 			fullMB   int
-			kind     string
+			kind     ipc.SnapshotKind
 			suffix   string
 			whyMatch string
 		}{
@@ -70,9 +70,9 @@ func TestUndoSnapshot(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "snaps")
 			before := rows(t, db)
 			resp := execute(undoRequest(db, dir, ipc.SnapshotAuto, tt.fullMB, "DELETE FROM t WHERE id = 2"), log)
-			path, _ := resp.Detail["snapshot"].(string)
-			if !resp.OK || resp.Detail["snapshot_kind"] != tt.kind || !strings.HasSuffix(path, tt.suffix) ||
-				!strings.Contains(resp.Detail["snapshot_why"].(string), tt.whyMatch) || !strings.HasSuffix(resp.Text, "; snapshot: "+path) {
+			path, _ := resp.Detail.Fields()["snapshot"].(string)
+			if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != tt.kind || !strings.HasSuffix(path, tt.suffix) ||
+				!strings.Contains(resp.Detail.Fields()["snapshot_why"].(string), tt.whyMatch) || !strings.HasSuffix(resp.Text, "; snapshot: "+path) {
 				t.Fatalf("full_mb=%d: %+v", tt.fullMB, resp)
 			}
 			if names := dirNames(t, dir); len(names) != 1 {
@@ -81,7 +81,7 @@ func TestUndoSnapshot(t *testing.T) {
 			if tt.kind != ipc.SnapshotUndo {
 				continue
 			}
-			rec, err := undo.ReadRecord(path)
+			rec, err := snapshot.ReadRecord(path)
 			if err != nil || rec.Statement != "DELETE FROM t WHERE id = 2" || rec.Reason != "tidy up" || rec.Tables != "t" || rec.Rows != 1 {
 				t.Fatalf("record %+v, %v", rec, err)
 			}
@@ -89,7 +89,7 @@ func TestUndoSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = undo.Apply(c, path, undo.Options{})
+			_, err = snapshot.Apply(c, path, snapshot.Options{})
 			c.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -117,11 +117,11 @@ func TestUndoSnapshot(t *testing.T) {
 				}
 				dir := filepath.Join(t.TempDir(), "snaps")
 				resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, tt.sql), log)
-				path, _ := resp.Detail["snapshot"].(string)
-				if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.HasSuffix(path, "Z.db") || !strings.Contains(resp.Detail["snapshot_why"].(string), tt.why) {
+				path, _ := resp.Detail.Fields()["snapshot"].(string)
+				if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotFull || !strings.HasSuffix(path, "Z.db") || !strings.Contains(resp.Detail.Fields()["snapshot_why"].(string), tt.why) {
 					t.Fatalf("%+v", resp)
 				}
-				if names := dirNames(t, dir); len(names) != 1 || undo.IsRecord(path) {
+				if names := dirNames(t, dir); len(names) != 1 || snapshot.IsRecord(path) {
 					t.Fatalf("snapshot folder %v", names)
 				}
 			})
@@ -145,14 +145,14 @@ func TestUndoSnapshot(t *testing.T) {
 		db := testDB(t)
 		dir := filepath.Join(t.TempDir(), "snaps")
 		var kept []string
-		for i, mode := range []string{ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo} {
+		for i, mode := range []ipc.SnapshotKind{ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo, ipc.SnapshotFull, ipc.SnapshotUndo} {
 			req := undoRequest(db, dir, mode, 0, fmt.Sprintf("UPDATE t SET name = 'n%d'", i))
 			req.Snapshot.Keep = 3
 			resp := execute(req, log)
 			if !resp.OK {
 				t.Fatalf("call %d: %+v", i, resp)
 			}
-			kept = append(kept, filepath.Base(resp.Detail["snapshot"].(string)))
+			kept = append(kept, filepath.Base(resp.Detail.Fields()["snapshot"].(string)))
 		}
 		if names := dirNames(t, dir); !slices.Equal(names, kept[2:]) {
 			t.Fatalf("snapshot folder %v, want the newest three %v", names, kept[2:])
@@ -189,7 +189,7 @@ func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
 	defer rawsqlite.SetHardHeapLimit(old)
 	dir := filepath.Join(t.TempDir(), "snaps")
 	resp := execute(undoRequest(db, dir, ipc.SnapshotUndo, 0, "DELETE FROM big"), hclog.NewNullLogger())
-	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotFull || !strings.Contains(fmt.Sprint(resp.Detail["snapshot_why"]), "too large to record") ||
+	if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotFull || !strings.Contains(fmt.Sprint(resp.Detail.Fields()["snapshot_why"]), "too large to record") ||
 		!strings.HasPrefix(resp.Text, "ok: 3000 rows affected; snapshot: ") {
 		t.Fatalf("%+v", resp)
 	}
@@ -204,7 +204,7 @@ func TestUndoOutOfMemoryTakesAFullCopy(t *testing.T) {
 func TestUndoUnfilteredDelete(t *testing.T) {
 	db := buildDB(t, "d.db", "CREATE TABLE plain(a, b)", "INSERT INTO plain VALUES (1, 'x'), (2, NULL), (3, x'00')")
 	resp := execute(undoRequest(db, filepath.Join(t.TempDir(), "snaps"), ipc.SnapshotUndo, 0, "DELETE FROM plain"), hclog.NewNullLogger())
-	if !resp.OK || resp.Detail["snapshot_kind"] != ipc.SnapshotUndo || resp.Detail["snapshot_rows"] != int64(3) {
+	if !resp.OK || resp.Detail.Fields()["snapshot_kind"] != ipc.SnapshotUndo || resp.Detail.Fields()["snapshot_rows"] != int64(3) {
 		t.Fatalf("%+v", resp)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // view's own SQL, so get_schema shows it to the next session.
 func ViewSQL(name, description, selectSQL string) string {
 	var b strings.Builder
-	b.WriteString("CREATE VIEW " + quoteIdent(name) + " AS\n")
+	b.WriteString("CREATE VIEW " + rawsqlite.QuoteIdent(name) + " AS\n")
 	if d := strings.Join(strings.Fields(description), " "); d != "" {
 		b.WriteString("-- description: " + d + "\n")
 	}
@@ -53,17 +53,13 @@ func (ex *executor) createView() (*ipc.Response, error) {
 		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("view %s already exists; pass replace=true to replace it (the previous definition is kept in query_log)", v.Name))
 	}
 
-	if err := ex.exec("BEGIN IMMEDIATE"); err != nil {
+	tx, err := ex.conn.BeginImmediate()
+	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = ex.exec("ROLLBACK")
-		}
-	}()
+	defer tx.Rollback()
 	if prevType == "view" {
-		if err := ex.exec("DROP VIEW " + quoteIdent(v.Name)); err != nil {
+		if err := ex.exec("DROP VIEW " + rawsqlite.QuoteIdent(v.Name)); err != nil {
 			return nil, err
 		}
 	}
@@ -78,14 +74,13 @@ func (ex *executor) createView() (*ipc.Response, error) {
 	if err := ex.readBack(v.Name); err != nil {
 		return nil, err
 	}
-	if err := ex.exec("COMMIT"); err != nil {
+	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
-	committed = true
 	if prevType == "view" {
 		return &ipc.Response{
 			Text:   fmt.Sprintf("ok: view %s replaced; the previous definition is kept in query_log", v.Name),
-			Detail: map[string]any{"previous_sql": prevSQL},
+			Detail: &ipc.Detail{PreviousSQL: prevSQL},
 		}, nil
 	}
 	return &ipc.Response{Text: fmt.Sprintf("ok: view %s created", v.Name)}, nil
@@ -124,7 +119,7 @@ func (ex *executor) readBack(name string) error {
 	saved := ex.auth
 	ex.auth = policy.New(policy.Read, policy.Options{})
 	defer func() { ex.auth = saved }()
-	st, _, err := ex.compile("SELECT * FROM " + quoteIdent(name))
+	st, _, err := ex.compile("SELECT * FROM " + rawsqlite.QuoteIdent(name))
 	if err == nil {
 		st.Finalize()
 		return nil

@@ -66,9 +66,9 @@ func TestVirtualTableReads(t *testing.T) {
 		"PRAGMA quick_check",
 		"PRAGMA table_list",
 	}
-	for _, mode := range []string{"read", "select"} {
+	for _, mode := range []ipc.Mode{ipc.ModeRead, ipc.ModeSelect} {
 		for _, sql := range append(append([]string{}, selects...), statements...) {
-			t.Run(mode+" "+sql, func(t *testing.T) {
+			t.Run(string(mode)+" "+sql, func(t *testing.T) {
 				db := vtabDB(t)
 				before := fileSum(t, db)
 				req := request(db, ipc.OpQuery, mode, sql)
@@ -120,10 +120,12 @@ func TestVirtualTableReads(t *testing.T) {
 func TestFTSCommands(t *testing.T) {
 	const hits = "SELECT (SELECT count(*) FROM cl WHERE cl MATCH 'alpha') || '/' || (SELECT count(*) FROM ext WHERE ext MATCH 'alpha') || '/' || (SELECT count(*) FROM ft WHERE ft MATCH 'alpha') AS hits"
 	tests := []struct {
-		name, mode, sql string
-		code            errcode.Code // "" means allowed
-		text            string
-		hits            string // cl/ext/ft matches for 'alpha' afterwards, when set
+		name string
+		mode ipc.Mode
+		sql  string
+		code errcode.Code // "" means allowed
+		text string
+		hits string // cl/ext/ft matches for 'alpha' afterwards, when set
 	}{
 		{"delete-all contentless", "write", "INSERT INTO cl(cl) VALUES('delete-all')", errcode.ReadOnly, "use destructive_query", "1/1/1"},
 		{"delete-all any case", "write", "INSERT INTO cl(cl) VALUES('DELETE-All')", errcode.ReadOnly, "INSERT INTO cl(cl) VALUES('DELETE-All') is not allowed in write_query", "1/1/1"},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -17,28 +16,26 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/version"
 )
 
-// Main reads one request from stdin, executes it and writes one response to
-// stdout. Logs go to stderr as hclog JSON, which the front re-logs. The exit
-// status is 0 whenever a response was written, failures included.
+// Executor runs a worker process's one request behind ipc.Serve, which
+// holds the protocol's child side:
 //
-// Everything the request does not change happens before it is read, so
-// that a standby worker has done it while it waited: confinement, the
-// process and memory limits, the database connection with its backstops,
-// the JSON codec. After the request only what depends on it runs, and the
-// response is written before the connection is closed.
-func Main(stdin io.Reader, stdout, stderr io.Writer) int {
-	// What the front said before any request, read once.
-	env, envErrs := ipc.DecodeWorkerEnv(os.Getenv)
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "worker",
-		Output:     stderr,
-		JSONFormat: true,
-		Level:      hclog.LevelFromString(env.LogLevel),
-	})
+//	os.Exit(ipc.Serve(os.Stdin, os.Stdout, os.Stderr, worker.Executor{}, worker.Help))
+//
+// Everything the request does not change happens in Prepare, before it is
+// read, so that a standby worker has done it while it waited:
+// confinement, the process and memory limits, the database connection
+// with its backstops, the JSON codec. After the request only what depends
+// on it runs, and the response is written before the connection is
+// closed.
+type Executor struct{}
+
+var _ ipc.Executor = Executor{}
+
+// Prepare confines the process and prepares what the request will use.
+func (Executor) Prepare(env ipc.WorkerEnv, envErrs ipc.WorkerEnvErrors, log hclog.Logger) (standbyErr, fatal error) {
 	if err := startSandbox(env, envErrs.Sandbox, log); err != nil {
 		// Refuse to run unconfined when confinement was asked for.
-		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
-		return 1
+		return nil, errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 	}
 	// A limit that cannot be set fails the request, not the standby: the
 	// call that takes this worker gets the reason.
@@ -49,52 +46,28 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 	// request.
 	filtered := make(chan error, 1)
 	go func() { filtered <- confineSyscalls(sandboxState, log) }()
-	standbyErr := prepare(env, envErrs.MemoryMB, log)
+	if err := prepare(env, envErrs.MemoryMB, log); err != nil {
+		standbyErr = errcode.New(errcode.WorkerFailed, "could not limit the worker: "+err.Error())
+	}
 	if err := <-filtered; err != nil {
-		_ = ipc.WriteResponse(stdout, ipc.Failure(errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())))
-		return 1
+		return nil, errcode.New(errcode.WorkerFailed, "the worker sandbox could not be set up: "+err.Error())
 	}
-	if err := env.SignalReady(stdout); err != nil {
-		log.Error("telling the server this worker is ready failed", "error", err)
-		return 1
-	}
-	req, err := ipc.ReadRequest(stdin)
-	if err != nil && isTerminal(stdin) {
-		// A person typing, not the server or a fuzzer (they pipe): words
-		// and a failing status rather than a frame.
-		fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: not a worker request: %v\n\n%s", err, Help)
-		return 2
-	}
-	if err == nil {
-		err = admit(req, env.TempDir, log)
-	}
-	if err == nil && standbyErr != nil {
-		err = errcode.New(errcode.WorkerFailed, "could not limit the worker: "+standbyErr.Error())
-	}
-	var resp *ipc.Response
-	version := ipc.Version
-	release := func() {}
-	if err != nil {
-		resp = ipc.Failure(err)
-	} else {
-		// A version-1 request gets a version-1 answer: no progress frames.
-		var progress io.Writer
-		if req.Version >= 2 {
-			progress = stdout
-		}
-		version = req.Version
-		resp, release = run(req, env.FrontPID, log, progress)
-	}
-	resp.Version = version
-	werr := ipc.WriteResponse(stdout, resp)
-	// Writes were committed before the response was built; closing the
-	// connection is no part of the answer.
-	release()
-	if werr != nil {
-		log.Error("writing the response failed", "error", werr)
-		return 1
-	}
-	return 0
+	return standbyErr, nil
+}
+
+// Admit checks the request against the sandbox the worker runs in.
+func (Executor) Admit(req *ipc.Request, env ipc.WorkerEnv, log hclog.Logger) error {
+	return admit(req, env.TempDir, log)
+}
+
+// Run applies the limits that depend on req, then executes it.
+func (Executor) Run(req *ipc.Request, env ipc.WorkerEnv, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
+	return run(req, env.FrontPID, log, progress)
+}
+
+// Main is a worker process: ipc.Serve with this package's Executor.
+func Main(stdin io.Reader, stdout, stderr io.Writer) int {
+	return ipc.Serve(stdin, stdout, stderr, Executor{}, Help)
 }
 
 // Help is the worker binary's help text (--help).
@@ -125,16 +98,6 @@ func Args(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "mcp-sqlite-memory-worker: unexpected argument %q; it takes none\n\n%s", args[0], Help)
 	return 2
-}
-
-// IsTerminal reports whether f is a terminal (a console on Windows): the
-// server's front uses it to greet a person who started it by hand.
-func IsTerminal(f *os.File) bool { return terminal(f) }
-
-// isTerminal reports whether r is a terminal (see terminal for each OS).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && terminal(f)
 }
 
 // run applies the limits that depend on req, then executes it. It returns
@@ -198,7 +161,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	case ipc.OpSnapshot:
 		resp, err = ex.snapshotNow()
 	default:
-		err = errcode.New(errcode.InvalidArgument, "unknown op "+req.Op)
+		err = errcode.New(errcode.InvalidArgument, "unknown op "+string(req.Op))
 	}
 	if err != nil {
 		r := ipc.Failure(ex.classify(err))

@@ -2,6 +2,7 @@
 // stdio; see `mcp-sqlite-memory --help`. It is the same program as
 // cmd/server under the name it is installed as: `go install ./cmd/...`
 // installs it with its lean worker, mcp-sqlite-memory-worker, beside it.
+// It imports cli only: the main is a few lines.
 package main
 
 import (

@@ -1,7 +1,7 @@
 // Command server is mcp-sqlite-memory for `go run ./cmd/server demo` and
 // other quick starts from a clone; cmd/mcp-sqlite-memory is the same thin
 // main under the name `go install` gives the binary. See
-// `mcp-sqlite-memory --help`.
+// `mcp-sqlite-memory --help`. It imports cli only.
 package main
 
 import (

@@ -9,6 +9,9 @@
 // with -trimpath, without cgo or VCS stamping, the version and commit set
 // with -ldflags -X; archive entries are sorted, owned by nobody, and dated
 // at the commit's time.
+//
+// It imports nothing of the project: it builds the binaries with the go
+// command, as a user would.
 package main
 
 import (

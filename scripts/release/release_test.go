@@ -266,13 +266,13 @@ func TestRegistryEntryIsValid(t *testing.T) {
 	if p.RegistryType != "npm" || p.Identifier != serverName || p.Version != "0.4.0" || p.Transport.Type != "stdio" {
 		t.Fatalf("package %+v", p)
 	}
-	config, err := os.ReadFile("../../server/config.go")
+	config, err := os.ReadFile("../../config/config.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range p.EnvironmentVariables {
 		if !bytes.Contains(config, []byte(`"`+v.Name+`"`)) {
-			t.Errorf("server.json lists %s, which server/config.go does not read", v.Name)
+			t.Errorf("server.json lists %s, which config/config.go does not read", v.Name)
 		}
 	}
 	// A schema that accepts anything would prove nothing.
@@ -320,7 +320,7 @@ func TestBundleManifest(t *testing.T) {
 			t.Errorf("user_config %s is never passed to the server (args %q)", key, args)
 		}
 	}
-	config, err := os.ReadFile("../../server/config.go")
+	config, err := os.ReadFile("../../config/config.go")
 	if err != nil {
 		t.Fatal(err)
 	}

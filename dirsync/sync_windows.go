@@ -1,5 +1,0 @@
-package dirsync
-
-// Sync does nothing on Windows: NTFS journals the rename itself, and a
-// folder cannot be opened for FlushFileBuffers without extra privileges.
-func Sync(string) {}

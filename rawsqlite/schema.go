@@ -1,0 +1,34 @@
+package rawsqlite
+
+// SchemaObject is one row of sqlite_schema: an object's type (table,
+// index, view, trigger), its name, the table it belongs to (tbl_name) and
+// its SQL ("" for SQLite's automatic indexes).
+type SchemaObject struct {
+	Type, Name, Table, SQL string
+}
+
+// SchemaQuery is the one query that reads a schema's catalogue (schema is
+// "main" or an attached database's name), its rows in the order of
+// SchemaObject's fields and in creation (rowid) order. [Conn.Schema] runs
+// it; restore, which reads inside a database/sql transaction, runs the
+// same text.
+func SchemaQuery(schema string) string {
+	return "SELECT type, name, tbl_name, coalesce(sql, '') FROM " + QuoteIdent(schema) + ".sqlite_schema ORDER BY rowid"
+}
+
+// Schema reads the main database's catalogue (see [SchemaQuery]).
+func (c *Conn) Schema() ([]SchemaObject, error) {
+	st, _, err := c.Prepare(SchemaQuery("main"))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Finalize()
+	var out []SchemaObject
+	for {
+		ok, err := st.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, SchemaObject{Type: st.ColumnText(0), Name: st.ColumnText(1), Table: st.ColumnText(2), SQL: st.ColumnText(3)})
+	}
+}

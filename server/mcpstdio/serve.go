@@ -1,0 +1,172 @@
+// Package mcpstdio serves an mcp-go MCPServer over stdio (one JSON-RPC
+// message a line) with a read loop and a writer of its own.
+//
+// mcp-go's StdioServer marshals and writes every response itself, so a
+// server that must drop a response (a cancelled call gets none, MCP says)
+// or write a large text faster than encoding/json does can only patch the
+// bytes on their way out. Here every message read is handed to
+// MCPServer.HandleMessage, and every message written goes through one
+// writer that knows the call it belongs to (Call): answered, dropped,
+// answered with an already-encoded bulk text, or a progress notification
+// before the answer. The bytes are those mcp-go's StdioServer writes.
+//
+// Server-to-client requests (elicitation/create, sampling/createMessage,
+// roots/list) work as over mcp-go's own stdio transport: the session
+// registered with the MCPServer implements mcp-go's session interfaces, so
+// a tool handler calls MCPServer.RequestElicitation (or RequestSampling,
+// RequestRoots) with its context, or returns an input_required result
+// (server.NewInputRequestBuilder), which mcp-go turns into those requests
+// for clients older than protocol 2026-07-28. The request goes out through
+// the writer and the client's response, read by the loop, is routed back
+// to the waiting handler by its id.
+//
+// It lives under server, which alone uses it, and imports nothing of the
+// project (mcp-go only): the tools and their wording stay in server.
+package mcpstdio
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// Options configure Serve.
+type Options struct {
+	// Log receives what cannot be written to the client (nil: discarded).
+	Log hclog.Logger
+	// InputEnded, if set, is called once when reading the input fails or
+	// it ends (the host closed stdin), before the calls still running are
+	// cancelled: they can tell why they stop.
+	InputEnded func()
+}
+
+// Serve reads JSON-RPC messages from r and serves them with srv until r
+// ends (it returns nil) or ctx ends (it returns ctx's error). Requests run
+// on goroutines of their own, notifications in order on the read loop (so
+// notifications/cancelled reaches a running call at once). Before it
+// returns, the contexts of the calls still running are cancelled and their
+// handlers waited for.
+func Serve(ctx context.Context, srv *mcpserver.MCPServer, r io.Reader, w io.Writer, opt Options) error {
+	log := opt.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	out := newWriter(w, log)
+	sess := newSession(out)
+	if err := srv.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("register session: %w", err)
+	}
+	defer srv.UnregisterSession(ctx, sess.SessionID())
+	ctx = srv.WithContext(ctx, sess)
+	// Ending this context when the loop ends releases every handler still
+	// waiting on it, so that none outlives its session.
+	ctx, cancelRequests := context.WithCancel(ctx)
+	defer cancelRequests()
+
+	var requests sync.WaitGroup
+	defer requests.Wait()
+	requests.Go(func() { sess.forwardNotifications(ctx) })
+
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go readLines(ctx, bufio.NewReader(r), lines, readErr, opt.InputEnded)
+	for {
+		select {
+		case <-ctx.Done():
+			cancelRequests()
+			return ctx.Err()
+		case err := <-readErr:
+			cancelRequests()
+			if err == io.EOF {
+				return nil
+			}
+			log.Error("reading input", "error", err)
+			return err
+		case line := <-lines:
+			dispatch(ctx, srv, sess, out, line, &requests)
+		}
+	}
+}
+
+// readLines sends each line of r to lines until reading fails, then sends
+// the error. It may stay blocked in Read after Serve returns (stdin cannot
+// be interrupted), as mcp-go's reader does.
+func readLines(ctx context.Context, r *bufio.Reader, lines chan<- string, readErr chan<- error, ended func()) {
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			// A last line without its newline is incomplete: dropped.
+			if ended != nil {
+				ended()
+			}
+			readErr <- err
+			return
+		}
+		select {
+		case lines <- line:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// dispatch serves one line: a response to one of the session's own
+// requests is routed to its caller; a request runs on its own goroutine
+// with a Call; a notification runs here.
+func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, line string, requests *sync.WaitGroup) {
+	var raw json.RawMessage
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		_ = out.write(nil, errorResponse(nil, mcp.PARSE_ERROR, "Parse error"))
+		return
+	}
+	if sess.route(raw) {
+		return
+	}
+	var base struct {
+		ID any `json:"id,omitempty"`
+	}
+	if json.Unmarshal(raw, &base) == nil && base.ID != nil {
+		c := &Call{out: out}
+		requests.Go(func() {
+			var resp any
+			if r := handle(withCall(ctx, c), srv, base.ID, raw, out.log); r != nil {
+				resp = r
+			}
+			_ = out.write(c, resp)
+		})
+		return
+	}
+	if resp := handle(ctx, srv, base.ID, raw, out.log); resp != nil {
+		_ = out.write(nil, resp)
+	}
+}
+
+// handle runs HandleMessage; a panic becomes an internal error for a
+// request and nothing for a notification.
+func handle(ctx context.Context, srv *mcpserver.MCPServer, id any, raw json.RawMessage, log hclog.Logger) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("panic in a message handler", "panic", fmt.Sprint(r))
+			resp = nil
+			if id != nil {
+				resp = errorResponse(id, mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r))
+			}
+		}
+	}()
+	return srv.HandleMessage(ctx, raw)
+}
+
+func errorResponse(id any, code int, message string) mcp.JSONRPCMessage {
+	return mcp.JSONRPCError{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(id),
+		Error:   mcp.NewJSONRPCErrorDetails(code, message, nil),
+	}
+}
