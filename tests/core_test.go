@@ -418,6 +418,9 @@ func TestKilledWriteLeavesNoTrace(t *testing.T) {
 	s := start(t, db, "--query-timeout", "30", "--standby-workers", "0")
 	s.ok("write_query", q("CREATE TABLE big (id INTEGER PRIMARY KEY, pad TEXT)"))
 	s.ok("write_query", q("INSERT INTO big (pad) VALUES ('committed')"))
+	// The last call's worker may still be exiting (under load it was,
+	// and was found below and "killed" after it had finished).
+	mustWaitFor(t, "the last call's worker to exit", func() bool { return findWorker(t, s) == 0 })
 	done := make(chan string, 1)
 	go func() {
 		text, _ := s.call("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50000000) INSERT INTO big (pad) SELECT printf('%.500c', 'x') FROM c"))
