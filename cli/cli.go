@@ -206,17 +206,38 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	trace := env.Getenv("MCP_SQLITE_CALLTRACE")
 	if cfg.HTTP != "" {
-		return serveHTTP(ctx, cfg, log)
+		return serveHTTP(ctx, cfg, log, trace)
 	}
 	s, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	done, err := traceCalls(s, trace)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if f, ok := env.Stdin.(*os.File); ok && ipc.IsTerminal(f) {
 		// A person, not an MCP host, started it: without a word it
 		// would seem to hang.
 		fmt.Fprint(env.Stderr, byHand)
 	}
 	return s.Serve(ctx, env.Stdin, env.Stdout)
+}
+
+// traceCalls makes s write each call's stamps to the file at path
+// (MCP_SQLITE_CALLTRACE, for measuring a call: docs/performance.md), if
+// set. done closes the file.
+func traceCalls(s *server.Server, path string) (done func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("MCP_SQLITE_CALLTRACE: %w", err)
+	}
+	s.TraceCalls(f)
+	return func() { f.Close() }, nil
 }

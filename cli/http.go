@@ -17,7 +17,7 @@ import (
 
 // serveHTTP is --http: the token file and the address are checked before
 // the database is opened, so a bad start leaves nothing behind.
-func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger) error {
+func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace string) error {
 	set, err := tokens.Open(cfg.AuthTokens)
 	if err != nil {
 		return &config.UsageError{Msg: "--auth-tokens: " + err.Error()}
@@ -36,6 +36,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger) error 
 	if err != nil {
 		return err
 	}
+	done, err := traceCalls(s, trace)
+	if err != nil {
+		return err
+	}
+	defer done()
 	opt := server.HTTPOptions{Tokens: set}
 	if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.

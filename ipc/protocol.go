@@ -98,6 +98,9 @@ type Request struct {
 	View    *View    `json:"view,omitempty"`
 	Table   *Table   `json:"table,omitempty"`
 	Search  *Search  `json:"search,omitempty"`
+	// Trace asks the worker to stamp its steps (Response.Trace): the
+	// front's call tracing (MCP_SQLITE_CALLTRACE) is on.
+	Trace bool `json:"trace,omitempty"`
 }
 
 // Caps bound what a result may contain (SPEC 3 and 8).
@@ -222,6 +225,8 @@ type Response struct {
 	// Recounted is the net change in rows of each table the request named
 	// in Recount (after minus before), for those that could be counted.
 	Recounted map[string]int64 `json:"recounted,omitempty"`
+	// Trace is the worker's stamps, when the request asked (Request.Trace).
+	Trace *WorkerStamps `json:"trace,omitempty"`
 }
 
 // Err returns the response's failure as an *errcode.Error, or nil.
@@ -261,8 +266,18 @@ func WriteFrame(w io.Writer, v any) error {
 // exactly one JSON document, a known version and operation.
 func ReadRequest(r io.Reader) (*Request, error) {
 	var req Request
-	if err := readFrame(r, MaxRequestBytes, &req); err != nil {
+	data, err := readAtMost(r, MaxRequestBytes)
+	read := now()
+	if err == nil {
+		err = decodeFrame(data, &req)
+	}
+	if err != nil {
 		return nil, errcode.New(errcode.InvalidArgument, "bad request frame: "+err.Error())
+	}
+	if req.Trace {
+		workerStampsMu.Lock()
+		workerStamps = &WorkerStamps{Read: read, Decoded: now()}
+		workerStampsMu.Unlock()
 	}
 	if req.Version < MinVersion || req.Version > Version {
 		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
@@ -459,13 +474,27 @@ func readFrameLine(br *bufio.Reader, max int64) ([]byte, error) {
 // readFrame decodes exactly one JSON document from at most max bytes of r;
 // anything after it but white space is an error.
 func readFrame(r io.Reader, max int64, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	data, err := readAtMost(r, max)
 	if err != nil {
 		return err
 	}
-	if int64(len(data)) > max {
-		return fmt.Errorf("frame larger than %d bytes", max)
+	return decodeFrame(data, v)
+}
+
+// readAtMost reads r to its end, refusing more than max bytes.
+func readAtMost(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
 	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("frame larger than %d bytes", max)
+	}
+	return data, nil
+}
+
+// decodeFrame decodes exactly one JSON document from data.
+func decodeFrame(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

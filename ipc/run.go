@@ -47,6 +47,7 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 	phases := make(chan Phase, 2)
 	answered := make(chan readResult, 1)
 	drained := make(chan struct{})
+	trace := traceFrom(ctx)
 	go func() {
 		var phase Phase
 		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {
@@ -60,12 +61,16 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 				onProgress(pr)
 			}
 		})
+		if trace != nil && resp != nil {
+			trace.Back, trace.Worker = now(), resp.Trace
+		}
 		answered <- readResult{resp, err}
 		// Drain what is left so that a chatty worker cannot block on a full
 		// pipe before it exits.
 		_, _ = io.Copy(io.Discard, p.stdout)
 		close(drained)
 	}()
+	trace.Stamp(&trace.HandedOff)
 	if err := WriteFrame(p.stdin, req); err != nil {
 		// The worker died before reading; its exit tells why below.
 		p.relay.log.Debug("writing request failed", "error", err)

@@ -63,6 +63,7 @@ func Serve(stdin io.Reader, stdout, stderr io.Writer, ex Executor, help string) 
 	}
 	if err == nil {
 		err = ex.Admit(req, env, log)
+		StampWorker(StepAdmitted)
 	}
 	if err == nil && standbyErr != nil {
 		err = standbyErr
@@ -82,6 +83,8 @@ func Serve(stdin io.Reader, stdout, stderr io.Writer, ex Executor, help string) 
 		resp, release = ex.Run(req, env, log, progress)
 	}
 	resp.Version = version
+	StampWorker(StepAnswered)
+	resp.Trace = takeWorkerStamps()
 	werr := WriteResponse(stdout, resp)
 	// Writes were committed before the response was built; closing the
 	// connection is no part of the answer.

@@ -175,10 +175,13 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 	if err := checkRequestSize(req); err != nil {
 		return nil, err
 	}
+	trace := traceFrom(ctx)
+	req.Trace = trace != nil
 	p, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	trace.Stamp(&trace.Taken)
 	defer s.callDone()
 	if (p.launched || s.seccomp) && !p.isReady() {
 		// Its memory limit is set, and its seccomp filter checked, once it

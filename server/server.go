@@ -81,6 +81,8 @@ type Server struct {
 	created string
 	// agentSlots bound each HTTP agent's calls in flight (agents.go).
 	agentSlots agentSlots
+	// tracer writes each call's stamps (TraceCalls); nil: off.
+	tracer *callTracer
 }
 
 // Created says what this start created at --db: "created a new memory
@@ -362,6 +364,10 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			return noResponse(stdio, reasonShutdown), nil
 		}
 		defer s.inflight.Done()
+		if tr := s.tracer.begin(tool, start, stdio); tr != nil {
+			reqCtx = ipc.WithTrace(reqCtx, tr)
+			defer s.tracer.end(tr, stdio)
+		}
 		ctx, cancel := context.WithCancel(reqCtx)
 		defer cancel()
 		defer context.AfterFunc(s.shutdown, cancel)()

@@ -162,9 +162,15 @@ type session struct {
 // an MCP session over its stdio.
 func start(t testing.TB, db string, flags ...string) *session {
 	t.Helper()
+	return startEnv(t, db, nil, flags...)
+}
+
+// startEnv is start with env (KEY=value) added to the server's environment.
+func startEnv(t testing.TB, db string, env []string, flags ...string) *session {
+	t.Helper()
 	args := append([]string{"--db", db}, flags...)
 	var cmd *exec.Cmd
-	c, err := client.NewStdioMCPClientWithOptions(serverBin, nil, args, trackServer(db, &cmd))
+	c, err := client.NewStdioMCPClientWithOptions(serverBin, env, args, trackServer(db, &cmd))
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}

@@ -38,6 +38,7 @@ func (ex *executor) prepareAgent() (st *rawsqlite.Stmt, sum policy.Summary, read
 	if err != nil {
 		return nil, sum, false, err
 	}
+	ipc.StampWorker(ipc.StepCompiled)
 	// What the statement does is read right after it compiles: FTS5 and
 	// R*Tree add their own upkeep actions once it runs.
 	sum = ex.auth.Summary()
@@ -123,7 +124,9 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 		}
 		n++
 	}
-	return out.finish(more), nil
+	resp := out.finish(more)
+	ipc.StampWorker(ipc.StepStepped)
+	return resp, nil
 }
 
 // write runs a writing statement in its own transaction, with the UPDATE

@@ -107,6 +107,7 @@ func run(req *ipc.Request, frontPID int, log hclog.Logger, progress io.Writer) (
 	if err := applyLimits(req, frontPID, log); err != nil {
 		return ipc.Failure(err), func() {}
 	}
+	ipc.StampWorker(ipc.StepLimited)
 	return executeHeld(req, log, progress)
 }
 
@@ -132,6 +133,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 		return ipc.Failure(err), release
 	}
 	release = ex.close
+	ipc.StampWorker(ipc.StepReady)
 	ex.progress = &reporter{w: progress}
 	// What the standby phase allocated is no failure of this request's.
 	rawsqlite.ResetAllocationWatch()

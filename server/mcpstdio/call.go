@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,11 +21,15 @@ import (
 // client) answers the normal way: its methods do what mcp-go alone does.
 type Call struct {
 	out *writer
+	// received is when the request's line was read.
+	received time.Time
 
 	mu       sync.Mutex
 	finished bool // the response was written or dropped
 	drop     bool
 	bulk     *bulkText
+	// written, if set, is called once the response is written.
+	written func(at time.Time)
 }
 
 // bulkText is a result text already encoded as a JSON string, to be
@@ -46,6 +51,26 @@ func withCall(ctx context.Context, c *Call) context.Context {
 func CallFrom(ctx context.Context) *Call {
 	c, _ := ctx.Value(callKey{}).(*Call)
 	return c
+}
+
+// Received returns when the request's line was read (the zero time for
+// a nil Call).
+func (c *Call) Received() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	return c.received
+}
+
+// OnWritten makes fn be called, with the time, once the call's response
+// is written (not when it is dropped). It is for measuring a call.
+func (c *Call) OnWritten(fn func(at time.Time)) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.written = fn
+	c.mu.Unlock()
 }
 
 // DropResponse makes the call end without a response: MCP sends none to
@@ -136,6 +161,9 @@ func (w *writer) write(c *Call, msg any) error {
 			w.log.Debug("cannot write a message", "error", err)
 			return err
 		}
+	}
+	if c != nil && c.written != nil {
+		c.written(time.Now())
 	}
 	return nil
 }

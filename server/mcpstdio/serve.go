@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -74,7 +75,7 @@ func Serve(ctx context.Context, srv *mcpserver.MCPServer, r io.Reader, w io.Writ
 	defer requests.Wait()
 	requests.Go(func() { sess.forwardNotifications(ctx) })
 
-	lines := make(chan string)
+	lines := make(chan line)
 	readErr := make(chan error, 1)
 	go readLines(ctx, bufio.NewReader(r), lines, readErr, opt.InputEnded)
 	for {
@@ -89,18 +90,24 @@ func Serve(ctx context.Context, srv *mcpserver.MCPServer, r io.Reader, w io.Writ
 			}
 			log.Error("reading input", "error", err)
 			return err
-		case line := <-lines:
-			dispatch(ctx, srv, sess, out, line, &requests)
+		case l := <-lines:
+			dispatch(ctx, srv, sess, out, l, &requests)
 		}
 	}
+}
+
+// line is one message read, and when.
+type line struct {
+	text string
+	read time.Time
 }
 
 // readLines sends each line of r to lines until reading fails, then sends
 // the error. It may stay blocked in Read after Serve returns (stdin cannot
 // be interrupted), as mcp-go's reader does.
-func readLines(ctx context.Context, r *bufio.Reader, lines chan<- string, readErr chan<- error, ended func()) {
+func readLines(ctx context.Context, r *bufio.Reader, lines chan<- line, readErr chan<- error, ended func()) {
 	for {
-		line, err := r.ReadString('\n')
+		text, err := r.ReadString('\n')
 		if err != nil {
 			// A last line without its newline is incomplete: dropped.
 			if ended != nil {
@@ -110,7 +117,7 @@ func readLines(ctx context.Context, r *bufio.Reader, lines chan<- string, readEr
 			return
 		}
 		select {
-		case lines <- line:
+		case lines <- line{text, time.Now()}:
 		case <-ctx.Done():
 			return
 		}
@@ -120,9 +127,9 @@ func readLines(ctx context.Context, r *bufio.Reader, lines chan<- string, readEr
 // dispatch serves one line: a response to one of the session's own
 // requests is routed to its caller; a request runs on its own goroutine
 // with a Call; a notification runs here.
-func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, line string, requests *sync.WaitGroup) {
+func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, l line, requests *sync.WaitGroup) {
 	var raw json.RawMessage
-	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+	if err := json.Unmarshal([]byte(l.text), &raw); err != nil {
 		_ = out.write(nil, errorResponse(nil, mcp.PARSE_ERROR, "Parse error"))
 		return
 	}
@@ -133,7 +140,7 @@ func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out 
 		ID any `json:"id,omitempty"`
 	}
 	if json.Unmarshal(raw, &base) == nil && base.ID != nil {
-		c := &Call{out: out}
+		c := &Call{out: out, received: l.read}
 		requests.Go(func() {
 			var resp any
 			if r := handle(withCall(ctx, c), srv, base.ID, raw, out.log); r != nil {

@@ -1,0 +1,163 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+)
+
+// window is when a client sent a call and read its answer.
+type window struct{ sent, received time.Time }
+
+// readTrace reads the calls a server traced (MCP_SQLITE_CALLTRACE).
+func readTrace(t testing.TB, path string) []ipc.CallTrace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("call trace: %v", err)
+	}
+	defer f.Close()
+	var calls []ipc.CallTrace
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var c ipc.CallTrace
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("call trace line %q: %v", sc.Text(), err)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// stepNames are a worker call's steps, in order, as the breakdown prints
+// them; each runs from the stamp before to its own.
+var stepNames = []string{
+	"client writes -> front reads the line",
+	"front reads -> handler starts",
+	"handler -> worker taken from the pool",
+	"worker taken -> request handed off",
+	"handed off -> worker has read it (write + wake-up)",
+	"worker decodes the request",
+	"worker checks it against its sandbox",
+	"worker sets the request's limits",
+	"worker readies the connection and policy",
+	"worker compiles the statement",
+	"worker steps and renders the rows",
+	"worker builds the response",
+	"worker writes -> front has read the answer (write + wake-up)",
+	"answer back -> handler returns (audit row)",
+	"handler returns -> reply written",
+	"reply written -> client has read it",
+}
+
+// callSteps is the duration of each step of many calls, and their sums.
+type callSteps struct {
+	each  [][]time.Duration // by step, one per call
+	share []time.Duration   // handed off -> answer back
+	total []time.Duration   // client writes -> client reads
+}
+
+// pacedSteps matches each client window with the traced read_query call
+// the server read inside it, and splits it into steps.
+func pacedSteps(t testing.TB, path string, windows []window) *callSteps {
+	t.Helper()
+	calls := readTrace(t, path)
+	s := &callSteps{each: make([][]time.Duration, len(stepNames))}
+	for _, w := range windows {
+		var c *ipc.CallTrace
+		for i := range calls {
+			r := time.Unix(0, calls[i].Received)
+			if calls[i].Tool == "read_query" && !r.Before(w.sent) && !r.After(w.received) {
+				c = &calls[i]
+				break
+			}
+		}
+		if c == nil || c.Worker == nil {
+			t.Fatalf("no traced read_query with worker stamps between %v and %v in %s", w.sent, w.received, path)
+		}
+		k := c.Worker
+		stamps := []int64{
+			w.sent.UnixNano(), c.Received, c.Handler, c.Taken, c.HandedOff,
+			k.Read, k.Decoded, k.Admitted, k.Limited, k.Ready, k.Compiled, k.Stepped, k.Answered,
+			c.Back, c.Returned, c.Written, w.received.UnixNano(),
+		}
+		for i := range stepNames {
+			s.each[i] = append(s.each[i], time.Duration(stamps[i+1]-stamps[i]))
+		}
+		s.share = append(s.share, time.Duration(c.Back-c.HandedOff))
+		s.total = append(s.total, w.received.Sub(w.sent))
+	}
+	return s
+}
+
+// p50 returns the median of what named ("worker share", "total" or a step), in ms.
+func (s *callSteps) p50(name string) float64 {
+	switch name {
+	case "worker share":
+		return percentile(s.share, 0.5)
+	case "total":
+		return percentile(s.total, 0.5)
+	}
+	for i, n := range stepNames {
+		if n == name {
+			return percentile(s.each[i], 0.5)
+		}
+	}
+	return 0
+}
+
+func (s *callSteps) String() string {
+	var b strings.Builder
+	for i, n := range stepNames {
+		fmt.Fprintf(&b, "  %-62s %6.3f\n", n, percentile(s.each[i], 0.5))
+	}
+	fmt.Fprintf(&b, "  %-62s %6.3f\n", "worker share (handed off -> answer back)", s.p50("worker share"))
+	fmt.Fprintf(&b, "  %-62s %6.3f\n", "the call, as the client saw it", s.p50("total"))
+	return b.String()
+}
+
+// TestCallTrace: with MCP_SQLITE_CALLTRACE the server writes one line per
+// tool call, and a worker call's stamps come in the order of its steps,
+// front and worker on the same clock.
+func TestCallTrace(t *testing.T) {
+	t.Parallel()
+	dir := testDir(t)
+	trace := filepath.Join(dir, "calls.jsonl")
+	s := startEnv(t, filepath.Join(dir, "memory.db"), []string{"MCP_SQLITE_CALLTRACE=" + trace})
+	s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
+	s.ok("write_query", q("INSERT INTO t VALUES (1, 'one')"))
+	sent := time.Now()
+	s.ok("read_query", q("SELECT v FROM t WHERE id = 1"))
+	w := window{sent, time.Now()}
+	s.ok("verify_chain", nil)
+
+	var calls []ipc.CallTrace
+	waitFor(10*time.Second, func() bool { calls = readTrace(t, trace); return len(calls) >= 4 })
+	if len(calls) != 4 {
+		t.Fatalf("%d traced calls, want 4: %+v", len(calls), calls)
+	}
+	if c := calls[3]; c.Tool != "verify_chain" || c.Worker != nil || c.HandedOff != 0 || c.Returned < c.Handler || c.Written < c.Returned {
+		t.Errorf("verify_chain's trace: %+v", c)
+	}
+	steps := pacedSteps(t, trace, []window{w})
+	for i, n := range stepNames {
+		if d := steps.each[i][0]; d < 0 {
+			t.Errorf("step %q took %v: stamps out of order", n, d)
+		}
+	}
+	if share := steps.share[0]; share <= 0 || share > steps.total[0] {
+		t.Errorf("worker share %v of a call of %v", share, steps.total[0])
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Received < calls[j].Received })
+	if calls[2].Tool != "read_query" || calls[2].Worker.Compiled == 0 || calls[2].Worker.Stepped == 0 {
+		t.Errorf("read_query's trace: %+v %+v", calls[2], calls[2].Worker)
+	}
+}
