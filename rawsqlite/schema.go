@@ -32,3 +32,32 @@ func (c *Conn) Schema() ([]SchemaObject, error) {
 		out = append(out, SchemaObject{Type: st.ColumnText(0), Name: st.ColumnText(1), Table: st.ColumnText(2), SQL: st.ColumnText(3)})
 	}
 }
+
+// SchemaRows is what [ReadSchema] needs of a query's rows: database/sql's
+// *Rows has it (this package does not import database/sql, which the
+// worker does not link).
+type SchemaRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// ReadSchema reads schema's catalogue through query (for example a
+// database/sql transaction's QueryContext), as [Conn.Schema] does.
+func ReadSchema[R SchemaRows](query func(sql string) (R, error), schema string) ([]SchemaObject, error) {
+	rows, err := query(SchemaQuery(schema))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SchemaObject
+	for rows.Next() {
+		var o SchemaObject
+		if err := rows.Scan(&o.Type, &o.Name, &o.Table, &o.SQL); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}

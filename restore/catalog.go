@@ -61,16 +61,12 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, rawsqlite.SchemaQuery(schema))
+	schemaObjs, err := rawsqlite.ReadSchema(func(text string) (*sql.Rows, error) { return q.QueryContext(ctx, text) }, schema)
 	if err != nil {
 		return nil, fmt.Errorf("read the schema of %s: %w", schema, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.typ, &o.name, &o.tbl, &o.sql); err != nil {
-			return nil, err
-		}
+	for _, so := range schemaObjs {
+		o := object{typ: so.Type, name: so.Name, tbl: so.Table, sql: so.SQL}
 		c.names[rawsqlite.FoldName(o.name)] = true
 		if hasSQLitePrefix(o.name) {
 			continue // SQLite's own: sqlite_sequence, sqlite_stat*, autoindexes
@@ -80,9 +76,6 @@ func readCatalog(ctx context.Context, q querier, schema string) (*catalog, error
 		}
 		o.server = snapshot.IsServerObject(o.name, o.tbl)
 		c.objs = append(c.objs, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	for i, o := range c.objs {
 		if o.list == "shadow" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // heldPOSIX reports whether this process holds a POSIX lock on path's
@@ -74,7 +75,7 @@ func TestServerKeepsItsLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	leftover := func() string {
-		p := filepath.Join(snaps, partialName("m"))
+		p := filepath.Join(snaps, snapshot.NewPartialName("m"))
 		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
 			t.Fatal(err)
 		}

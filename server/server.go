@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/replicate"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
 // Instructions are sent to the agent when it connects.
@@ -483,7 +484,7 @@ func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
 		// The front names the partial file, so that it can remove what a
 		// killed worker left (a worker that stops on its own removes it).
 		snap.TimeoutMS = s.cfg.SnapshotTimeout.Milliseconds()
-		snap.Partial = partialName(snap.Stem)
+		snap.Partial = snapshot.NewPartialName(snap.Stem)
 		defer removePartial(snap)
 	}
 	ctx := c.ctx

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,14 +11,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
-
-// partialName is a fresh name for a snapshot being written:
-// <stem>.<random>.partial.
-func partialName(stem string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return stem + "." + hex.EncodeToString(b[:]) + snapshot.PartialSuffix
-}
 
 // removePartial removes the partial file of a request whose worker has
 // ended: nothing when the snapshot was completed (renamed) or the worker

@@ -1,13 +1,14 @@
 package snapshot
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,10 +61,14 @@ func NewPartial(dir, stem string) (string, error) {
 	return filepath.Join(dir, NewPartialName(stem)), nil
 }
 
-// NewPartialName is a fresh partial name for a snapshot of stem, unique
-// to this process and moment: <stem>.<pid>-<time>.partial.
+// NewPartialName is a fresh partial name for a snapshot of stem:
+// <stem>.<16 random hex digits>.partial. The front names the partial file
+// of a worker's snapshot with it (so that it can remove what a killed
+// worker left), and a worker run by hand names its own.
 func NewPartialName(stem string) string {
-	return stem + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + PartialSuffix
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	return stem + "." + hex.EncodeToString(b[:]) + PartialSuffix
 }
 
 // PlainName reports whether name is a plain file name: not empty, "." or

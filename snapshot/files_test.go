@@ -140,3 +140,10 @@ func TestRotationKeepsWhatItWrote(t *testing.T) {
 		})
 	}
 }
+
+func TestNewPartialName(t *testing.T) {
+	a, b := NewPartialName("memory"), NewPartialName("memory")
+	if a == b || !strings.HasPrefix(a, "memory.") || !strings.HasSuffix(a, PartialSuffix) || len(a) != len("memory.")+16+len(PartialSuffix) {
+		t.Fatalf("names %q %q", a, b)
+	}
+}

@@ -626,27 +626,28 @@ func (u *UI) readTables(ctx context.Context) ([]object, error) {
 		types[n] = t
 	}
 	rows.Close()
-	rows, err = tx.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'view') ORDER BY type, name`)
+	schema, err := rawsqlite.ReadSchema(func(text string) (*sql.Rows, error) { return tx.QueryContext(ctx, text) }, "main")
 	if err != nil {
 		return nil, err
 	}
 	var out []object
 	var virtual []string
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.Type, &o.Name, &o.SQL); err != nil {
-			rows.Close()
-			return nil, err
+	for _, so := range schema {
+		if so.Type != "table" && so.Type != "view" {
+			continue
 		}
-		if types[o.Name] == "virtual" {
-			virtual = append(virtual, o.Name)
+		if types[so.Name] == "virtual" {
+			virtual = append(virtual, so.Name)
 		}
-		out = append(out, o)
+		out = append(out, object{Type: so.Type, Name: so.Name, SQL: so.SQL})
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	// Tables first, then views, each by name.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Name < out[j].Name
+	})
 	kept := out[:0]
 	for _, o := range out {
 		if u.serverObject(o.Name, types[o.Name], virtual) {
