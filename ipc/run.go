@@ -70,7 +70,9 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 		_, _ = io.Copy(io.Discard, p.stdout)
 		close(drained)
 	}()
-	trace.Stamp(&trace.HandedOff)
+	if trace != nil {
+		trace.HandedOff = now()
+	}
 	if err := WriteFrame(p.stdin, req); err != nil {
 		// The worker died before reading; its exit tells why below.
 		p.relay.log.Debug("writing request failed", "error", err)

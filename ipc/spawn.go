@@ -181,7 +181,9 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 	if err != nil {
 		return nil, err
 	}
-	trace.Stamp(&trace.Taken)
+	if trace != nil {
+		trace.Taken = now()
+	}
 	defer s.callDone()
 	if (p.launched || s.seccomp) && !p.isReady() {
 		// Its memory limit is set, and its seccomp filter checked, once it

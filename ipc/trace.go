@@ -62,12 +62,8 @@ func traceFrom(ctx context.Context) *CallTrace {
 	return t
 }
 
-// Stamp records the time now in *at when t is traced (t not nil).
-func (t *CallTrace) Stamp(at *int64) {
-	if t != nil {
-		*at = now()
-	}
-}
+// Now is a trace's stamp of the time now: wall-clock Unix nanoseconds.
+func Now() int64 { return now() }
 
 // Step is a worker step that StampWorker records.
 type Step int

@@ -46,7 +46,7 @@ func (t *callTracer) end(tr *ipc.CallTrace, stdio *mcpstdio.Call) {
 	if tr == nil {
 		return
 	}
-	tr.Stamp(&tr.Returned)
+	tr.Returned = ipc.Now()
 	if stdio == nil {
 		t.write(tr)
 	}
