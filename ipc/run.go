@@ -47,7 +47,7 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 	phases := make(chan Phase, 2)
 	answered := make(chan readResult, 1)
 	drained := make(chan struct{})
-	trace := traceFrom(ctx)
+	trace := TraceFrom(ctx)
 	go func() {
 		var phase Phase
 		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {

@@ -175,7 +175,7 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 	if err := checkRequestSize(req); err != nil {
 		return nil, err
 	}
-	trace := traceFrom(ctx)
+	trace := TraceFrom(ctx)
 	req.Trace = trace != nil
 	p, err := s.acquire(ctx)
 	if err != nil {

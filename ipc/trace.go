@@ -34,6 +34,10 @@ type CallTrace struct {
 	Tool string `json:"tool"`
 	// Received: the request's line was read from the client.
 	Received int64 `json:"received"`
+	// Dispatched: the read loop took the line; Running: the request's
+	// goroutine started (stdio only).
+	Dispatched int64 `json:"dispatched,omitempty"`
+	Running    int64 `json:"running,omitempty"`
 	// Handler: the tool's handler started.
 	Handler int64 `json:"handler"`
 	// Taken: a worker was taken from the pool (0: the call used none).
@@ -42,6 +46,8 @@ type CallTrace struct {
 	HandedOff int64 `json:"handed_off,omitempty"`
 	// Back: the worker's whole response was read.
 	Back int64 `json:"back,omitempty"`
+	// Auditing: the handler is about to queue the call's audit row.
+	Auditing int64 `json:"auditing,omitempty"`
 	// Returned: the handler returned (after the audit row).
 	Returned int64 `json:"returned"`
 	// Written: the reply was written to the client.
@@ -57,7 +63,8 @@ func WithTrace(ctx context.Context, t *CallTrace) context.Context {
 	return context.WithValue(ctx, traceKey{}, t)
 }
 
-func traceFrom(ctx context.Context) *CallTrace {
+// TraceFrom returns the trace ctx carries, or nil.
+func TraceFrom(ctx context.Context) *CallTrace {
 	t, _ := ctx.Value(traceKey{}).(*CallTrace)
 	return t
 }

@@ -32,7 +32,8 @@ func (t *callTracer) begin(tool string, start time.Time, stdio *mcpstdio.Call) *
 	}
 	tr := &ipc.CallTrace{Tool: tool, Handler: start.UnixNano()}
 	if stdio != nil {
-		tr.Received = stdio.Received().UnixNano()
+		read, dispatched, running := stdio.Received()
+		tr.Received, tr.Dispatched, tr.Running = read.UnixNano(), dispatched.UnixNano(), running.UnixNano()
 		stdio.OnWritten(func(at time.Time) {
 			tr.Written = at.UnixNano()
 			t.write(tr)

@@ -388,6 +388,9 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reason))
 			return noResponse(stdio, reason), nil
 		}
+		if tr := ipc.TraceFrom(reqCtx); tr != nil {
+			tr.Auditing = ipc.Now()
+		}
 		s.audit(tool, start, c, err)
 		if err == nil && out.raw != nil {
 			return out.raw, nil

@@ -41,7 +41,9 @@ func readTrace(t testing.TB, path string) []ipc.CallTrace {
 // them; each runs from the stamp before to its own.
 var stepNames = []string{
 	"client writes -> front reads the line",
-	"front reads -> handler starts",
+	"line read -> the read loop dispatches it",
+	"dispatched -> its goroutine runs",
+	"goroutine runs -> mcp-go calls the tool's handler",
 	"handler -> worker taken from the pool",
 	"worker taken -> request handed off",
 	"handed off -> worker has read it (write + wake-up)",
@@ -53,7 +55,8 @@ var stepNames = []string{
 	"worker steps and renders the rows",
 	"worker builds the response",
 	"worker writes -> front has read the answer (write + wake-up)",
-	"answer back -> handler returns (audit row)",
+	"answer back -> handler queues the audit row",
+	"handler waits for its audit row",
 	"handler returns -> reply written",
 	"reply written -> client has read it",
 }
@@ -85,9 +88,9 @@ func pacedSteps(t testing.TB, path string, windows []window) *callSteps {
 		}
 		k := c.Worker
 		stamps := []int64{
-			w.sent.UnixNano(), c.Received, c.Handler, c.Taken, c.HandedOff,
+			w.sent.UnixNano(), c.Received, c.Dispatched, c.Running, c.Handler, c.Taken, c.HandedOff,
 			k.Read, k.Decoded, k.Admitted, k.Limited, k.Ready, k.Compiled, k.Stepped, k.Answered,
-			c.Back, c.Returned, c.Written, w.received.UnixNano(),
+			c.Back, c.Auditing, c.Returned, c.Written, w.received.UnixNano(),
 		}
 		for i := range stepNames {
 			s.each[i] = append(s.each[i], time.Duration(stamps[i+1]-stamps[i]))

@@ -21,8 +21,9 @@ import (
 // client) answers the normal way: its methods do what mcp-go alone does.
 type Call struct {
 	out *writer
-	// received is when the request's line was read.
-	received time.Time
+	// received is when the request's line was read, dispatched when the
+	// read loop took it, running when its goroutine started.
+	received, dispatched, running time.Time
 
 	mu       sync.Mutex
 	finished bool // the response was written or dropped
@@ -53,13 +54,14 @@ func CallFrom(ctx context.Context) *Call {
 	return c
 }
 
-// Received returns when the request's line was read (the zero time for
-// a nil Call).
-func (c *Call) Received() time.Time {
+// Received returns when the request's line was read, when the read loop
+// dispatched it, and when its goroutine started running (zero times for a
+// nil Call).
+func (c *Call) Received() (read, dispatched, running time.Time) {
 	if c == nil {
-		return time.Time{}
+		return
 	}
-	return c.received
+	return c.received, c.dispatched, c.running
 }
 
 // OnWritten makes fn be called, with the time, once the call's response

@@ -74,25 +74,38 @@ func Serve(ctx context.Context, srv *mcpserver.MCPServer, r io.Reader, w io.Writ
 	var requests sync.WaitGroup
 	defer requests.Wait()
 	requests.Go(func() { sess.forwardNotifications(ctx) })
-
-	lines := make(chan line)
-	readErr := make(chan error, 1)
-	go readLines(ctx, bufio.NewReader(r), lines, readErr, opt.InputEnded)
-	for {
-		select {
-		case <-ctx.Done():
-			cancelRequests()
-			return ctx.Err()
-		case err := <-readErr:
-			cancelRequests()
-			if err == io.EOF {
-				return nil
+	// The reader may still be blocked in Read after Serve returns: once
+	// stopped is set it starts no request, so none outlives Serve.
+	var mu sync.Mutex
+	stopped := false
+	defer func() { mu.Lock(); stopped = true; mu.Unlock() }()
+	rd := &reader{
+		ctx: ctx, r: bufio.NewReader(r), readErr: make(chan error, 1), ended: opt.InputEnded,
+		handle: func(l line) func() { return dispatch(ctx, srv, sess, out, l) },
+		admit: func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
+				return false
 			}
-			log.Error("reading input", "error", err)
-			return err
-		case l := <-lines:
-			dispatch(ctx, srv, sess, out, l, &requests)
+			requests.Add(1)
+			return true
+		},
+		done: requests.Done,
+	}
+	go rd.loop()
+	readErr := rd.readErr
+	select {
+	case <-ctx.Done():
+		cancelRequests()
+		return ctx.Err()
+	case err := <-readErr:
+		cancelRequests()
+		if err == io.EOF {
+			return nil
 		}
+		log.Error("reading input", "error", err)
+		return err
 	}
 }
 
@@ -102,57 +115,84 @@ type line struct {
 	read time.Time
 }
 
-// readLines sends each line of r to lines until reading fails, then sends
-// the error. It may stay blocked in Read after Serve returns (stdin cannot
-// be interrupted), as mcp-go's reader does.
-func readLines(ctx context.Context, r *bufio.Reader, lines chan<- line, readErr chan<- error, ended func()) {
+// reader reads the input a line at a time. A request runs on the
+// goroutine that read its line, which first starts another to go on
+// reading: handing the request to a goroutine of its own instead cost a
+// thread wake-up (0.1-0.17 ms on the 2-core VM after an idle pause)
+// before every call. Only one goroutine reads at a time.
+type reader struct {
+	ctx     context.Context
+	r       *bufio.Reader
+	readErr chan error
+	ended   func()
+	// handle serves a line and returns, for a request, what runs it.
+	handle func(line) func()
+	// admit counts a request in (false: Serve is returning), done out.
+	admit func() bool
+	done  func()
+}
+
+// loop reads lines until reading fails or ctx ends, then sends the error.
+// It may stay blocked in Read after Serve returns (stdin cannot be
+// interrupted), as mcp-go's reader does.
+func (rd *reader) loop() {
 	for {
-		text, err := r.ReadString('\n')
+		text, err := rd.r.ReadString('\n')
 		if err != nil {
 			// A last line without its newline is incomplete: dropped.
-			if ended != nil {
-				ended()
+			if rd.ended != nil {
+				rd.ended()
 			}
-			readErr <- err
+			rd.readErr <- err
 			return
 		}
-		select {
-		case lines <- line{text, time.Now()}:
-		case <-ctx.Done():
+		if rd.ctx.Err() != nil {
 			return
 		}
+		run := rd.handle(line{text, time.Now()})
+		if run == nil {
+			continue
+		}
+		if !rd.admit() {
+			return
+		}
+		go rd.loop()
+		run()
+		rd.done()
+		return
 	}
 }
 
 // dispatch serves one line: a response to one of the session's own
-// requests is routed to its caller; a request runs on its own goroutine
-// with a Call; a notification runs here.
-func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, l line, requests *sync.WaitGroup) {
+// requests is routed to its caller; a notification runs here; for a
+// request it returns what runs it, with a Call.
+func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, l line) (request func()) {
 	var raw json.RawMessage
 	if err := json.Unmarshal([]byte(l.text), &raw); err != nil {
 		_ = out.write(nil, errorResponse(nil, mcp.PARSE_ERROR, "Parse error"))
-		return
+		return nil
 	}
 	if sess.route(raw) {
-		return
+		return nil
 	}
 	var base struct {
 		ID any `json:"id,omitempty"`
 	}
 	if json.Unmarshal(raw, &base) == nil && base.ID != nil {
-		c := &Call{out: out, received: l.read}
-		requests.Go(func() {
+		c := &Call{out: out, received: l.read, dispatched: time.Now()}
+		return func() {
+			c.running = time.Now()
 			var resp any
 			if r := handle(withCall(ctx, c), srv, base.ID, raw, out.log); r != nil {
 				resp = r
 			}
 			_ = out.write(c, resp)
-		})
-		return
+		}
 	}
 	if resp := handle(ctx, srv, base.ID, raw, out.log); resp != nil {
 		_ = out.write(nil, resp)
 	}
+	return nil
 }
 
 // handle runs HandleMessage; a panic becomes an internal error for a
