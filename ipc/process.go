@@ -61,6 +61,8 @@ type process struct {
 	launched bool
 	// stopped is set when the spawner kills the process on purpose.
 	stopped atomic.Bool
+	// prewoken is when Prewake nudged the process (0: never).
+	prewoken atomic.Int64
 	// standby is true for the filler's starts, false for a call's own.
 	standby  bool
 	reaped   sync.Once

@@ -26,6 +26,12 @@ const Version = 3
 // MinVersion is the oldest request version a worker accepts.
 const MinVersion = 1
 
+// PrewakeByte, a newline, may come before a request's frame (JSON lets a
+// document begin with white space): the front's nudge that the request is
+// on its way (Spawner.Prewake). A worker that reads it alone warms up
+// again before it reads on (Executor.Rewarm).
+const PrewakeByte = '\n'
+
 // Frame size limits. A request carries one statement and its settings; a
 // response carries at most a capped result, so anything larger is a bug or a
 // hostile worker.
@@ -268,6 +274,11 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	var req Request
 	data, err := readAtMost(r, MaxRequestBytes)
 	read := now()
+	faultsAtRead := int64(-1)
+	if bytes.Contains(data, []byte(`"trace":true`)) {
+		// Counted from here when the request is traced, before the decode.
+		faultsAtRead = pageFaults()
+	}
 	if err == nil {
 		err = decodeFrame(data, &req)
 	}
@@ -276,7 +287,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	}
 	if req.Trace {
 		workerStampsMu.Lock()
-		workerStamps = &WorkerStamps{Read: read, Decoded: now()}
+		workerStamps = &WorkerStamps{Woken: prewoke[0], Rewarmed: prewoke[1], Read: read, faultsAtRead: faultsAtRead, Decoded: now()}
 		workerStampsMu.Unlock()
 	}
 	if req.Version < MinVersion || req.Version > Version {

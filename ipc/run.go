@@ -71,6 +71,7 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 		close(drained)
 	}()
 	if trace != nil {
+		trace.Prewoken = p.prewoken.Load()
 		trace.HandedOff = now()
 	}
 	if err := WriteFrame(p.stdin, req); err != nil {

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,10 @@ type Executor interface {
 	Prepare(env WorkerEnv, envErrs WorkerEnvErrors, log hclog.Logger) (standbyErr, fatal error)
 	// Admit checks the request against what Prepare set up.
 	Admit(req *Request, env WorkerEnv, log hclog.Logger) error
+	// Rewarm touches again, after the front's PrewakeByte, what the
+	// request will use, and stops as soon as arrived reports that the
+	// request is there; it runs nothing of the agent's.
+	Rewarm(log hclog.Logger, arrived func() bool)
 	// Run runs the request and returns its response and the function that
 	// releases its connection, called once the response is written.
 	// Progress frames go to progress (nil: none).
@@ -54,7 +59,7 @@ func Serve(stdin io.Reader, stdout, stderr io.Writer, ex Executor, help string) 
 		log.Error("telling the server this worker is ready failed", "error", err)
 		return 1
 	}
-	req, err := ReadRequest(stdin)
+	req, err := ReadRequest(prewakeFirst(stdin, ex, log))
 	if err != nil && isTerminal(stdin) {
 		// A person typing, not the server or a fuzzer (they pipe): words
 		// and a failing status rather than a frame.
@@ -106,3 +111,32 @@ func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && terminal(f)
 }
+
+// prewakeFirst reads stdin's first byte: if it is PrewakeByte alone (the
+// front's nudge, Spawner.Prewake), the executor warms up again before the
+// request is read; the reader returned yields the request from there on,
+// and any other first byte as part of it.
+func prewakeFirst(stdin io.Reader, ex Executor, log hclog.Logger) io.Reader {
+	var first [1]byte
+	n, err := stdin.Read(first[:])
+	switch {
+	case n == 1 && first[0] == PrewakeByte:
+		woken := now()
+		ex.Rewarm(log, func() bool { return pending(stdin) })
+		prewoke = [2]int64{woken, now()}
+		return stdin
+	case n == 1:
+		return io.MultiReader(bytes.NewReader(first[:]), stdin)
+	case err != nil:
+		return errReader{err}
+	}
+	return stdin
+}
+
+// prewoke is when this worker read the prewake byte and when its rewarm
+// ended, for the call trace (zero: no prewake).
+var prewoke [2]int64
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

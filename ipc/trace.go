@@ -16,14 +16,20 @@ import (
 // WorkerStamps are the worker's steps of one request, stamped when the
 // request asked for them (Request.Trace).
 type WorkerStamps struct {
-	Read     int64 `json:"read"`     // the request's bytes were read (the wake-up)
-	Decoded  int64 `json:"decoded"`  // and decoded
-	Admitted int64 `json:"admitted"` // checked against the sandbox (Admit)
-	Limited  int64 `json:"limited"`  // the limits that depend on it set
-	Ready    int64 `json:"ready"`    // the connection readied for its mode and policy
-	Compiled int64 `json:"compiled"` // the statement compiled
-	Stepped  int64 `json:"stepped"`  // every row stepped and rendered
-	Answered int64 `json:"answered"` // the response built, about to be written
+	Woken    int64 `json:"woken,omitempty"`    // the prewake byte was read (0: none came)
+	Rewarmed int64 `json:"rewarmed,omitempty"` // the warm-up it started is over
+	Read     int64 `json:"read"`               // the request's bytes were read (the wake-up)
+	Decoded  int64 `json:"decoded"`            // and decoded
+	Admitted int64 `json:"admitted"`           // checked against the sandbox (Admit)
+	Limited  int64 `json:"limited"`            // the limits that depend on it set
+	Ready    int64 `json:"ready"`              // the connection readied for its mode and policy
+	Compiled int64 `json:"compiled"`           // the statement compiled
+	Stepped  int64 `json:"stepped"`            // every row stepped and rendered
+	Answered int64 `json:"answered"`           // the response built, about to be written
+	// Faults are the page faults the process took between the request's
+	// read and its response (minor and major; -1 where not counted).
+	Faults       int64 `json:"faults"`
+	faultsAtRead int64
 }
 
 // now is a stamp: wall-clock Unix nanoseconds.
@@ -42,6 +48,8 @@ type CallTrace struct {
 	Handler int64 `json:"handler"`
 	// Taken: a worker was taken from the pool (0: the call used none).
 	Taken int64 `json:"taken,omitempty"`
+	// Prewoken: the worker was nudged (Spawner.Prewake; 0: it was not).
+	Prewoken int64 `json:"prewoken,omitempty"`
 	// HandedOff: the request is about to be written to the worker.
 	HandedOff int64 `json:"handed_off,omitempty"`
 	// Back: the worker's whole response was read.
@@ -115,6 +123,11 @@ func StampWorker(step Step) {
 		w.Stepped = t
 	case StepAnswered:
 		w.Answered = t
+		if f := pageFaults(); f >= 0 && w.faultsAtRead >= 0 {
+			w.Faults = f - w.faultsAtRead
+		} else {
+			w.Faults = -1
+		}
 	}
 }
 

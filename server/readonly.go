@@ -52,11 +52,11 @@ func (s *Server) registerReadonly() { s.register(s.readonlyTools(), true) }
 // readonlyTools declares the readonly profile's tools.
 func (s *Server) readonlyTools() []tool {
 	return []tool{
-		{name: "list_tables", title: "List tables", hints: readsOnly, params: noParams, output: listTablesSchema, fn: s.roListTables,
+		{name: "list_tables", worker: true, title: "List tables", hints: readsOnly, params: noParams, output: listTablesSchema, fn: s.roListTables,
 			desc: `List the database's tables as JSON {"tables":[{"name":...}]}. Start here.`},
-		{name: "describe_table", title: "Describe a table", hints: readsOnly, params: s.describeTableParams(), output: describeSchema, fn: s.describeTable,
+		{name: "describe_table", worker: true, title: "Describe a table", hints: readsOnly, params: s.describeTableParams(), output: describeSchema, fn: s.describeTable,
 			desc: `Columns (name, type, nullable, primaryKey) and foreign keys (column, referencesTable, referencesColumn) of one table, as JSON, read live from SQLite.`},
-		{name: "query_database", title: "Query the database (SELECT)", hints: readsOnly, params: roQueryParams, output: querySchema, fn: s.roQuery,
+		{name: "query_database", worker: true, title: "Query the database (SELECT)", hints: readsOnly, params: roQueryParams, output: querySchema, fn: s.roQuery,
 			desc: fmt.Sprintf(`Run ONE SELECT (or WITH ... SELECT) and get JSON {"columns","rows","returnedRows","limit","offset","hasMore"}; rows are arrays in column order. limit defaults to %d (max %d); when hasMore is true, call again with offset = offset + returnedRows. Use a stable ORDER BY when paging. Anything but SELECT is refused.`, readonlyDefaultLimit, readonlyMaxLimit)},
 	}
 }

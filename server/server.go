@@ -84,6 +84,8 @@ type Server struct {
 	agentSlots agentSlots
 	// tracer writes each call's stamps (TraceCalls); nil: off.
 	tracer *callTracer
+	// workerTools are the tools that run a worker (register).
+	workerTools map[string]bool
 }
 
 // Created says what this start created at --db: "created a new memory
@@ -263,7 +265,12 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 
 	// The input's end (stdin closed) begins shutdown before the loop
 	// cancels the calls, so the calls it stops know why.
-	err := mcpstdio.Serve(listenCtx, s.mcp, r, w, mcpstdio.Options{Log: s.log.Named("stdio"), InputEnded: s.beginShutdown})
+	opt := mcpstdio.Options{Log: s.log.Named("stdio"), InputEnded: s.beginShutdown, ToolCall: s.prewake}
+	if os.Getenv("MCP_SQLITE_PREWAKE") == "0" {
+		// Off, to measure what it saves (docs/performance.md).
+		opt.ToolCall = nil
+	}
+	err := mcpstdio.Serve(listenCtx, s.mcp, r, w, opt)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		err = nil
 	}

@@ -48,6 +48,9 @@ type tool struct {
 	params      params
 	output      json.RawMessage // the readonly tools' structured output
 	fn          toolFunc
+	// worker: the tool runs a worker process (Prewake readies one as its
+	// call comes in).
+	worker bool
 }
 
 // mcpTool is the tool with its human title (top-level title of MCP
@@ -76,8 +79,22 @@ func (t tool) mcpTool() mcp.Tool {
 
 // register offers tools; jsonTool marks the readonly profile's.
 func (s *Server) register(tools []tool, jsonTool bool) {
+	s.workerTools = map[string]bool{}
 	for _, t := range tools {
 		s.mcp.AddTool(t.mcpTool(), s.handle(t.name, jsonTool, t.fn))
+		s.workerTools[t.name] = t.worker
+	}
+}
+
+// prewake readies the standby worker that a tools/call will take, as the
+// call comes in, if one of names (mcpstdio.Options.ToolCall) is a tool
+// that runs a worker (see ipc.Spawner.Prewake).
+func (s *Server) prewake(names []string) {
+	for _, n := range names {
+		if s.workerTools[n] {
+			s.spawner.Prewake()
+			return
+		}
 	}
 }
 
@@ -104,33 +121,33 @@ func (s *Server) registerMemory() { s.register(s.memoryTools(), false) }
 func (s *Server) memoryTools() []tool {
 	c := s.cfg
 	return []tool{
-		{name: "read_query", title: "Read query (SELECT)", hints: readsOnly, params: s.readQueryParams(), fn: s.readQuery,
+		{name: "read_query", worker: true, title: "Read query (SELECT)", hints: readsOnly, params: s.readQueryParams(), fn: s.readQuery,
 			desc: fmt.Sprintf("Run ONE read-only SQL statement (SELECT, WITH ... SELECT, EXPLAIN, or an introspection PRAGMA such as table_info) and get CSV with a '# N rows' trailer. NULL is an empty field, the empty string is \"\". Page with limit (default %d, max %d) and offset; the trailer says when more rows exist. format=\"json\" returns {columns, rows, returnedRows, limit, offset, hasMore}. Writes are refused: use write_query or destructive_query.", c.DefaultLimit, c.MaxRows)},
 		// UPDATE, REPLACE and upserts overwrite rows without a snapshot, so
 		// write_query is destructive in the MCP sense, though it removes nothing.
-		{name: "write_query", title: "Write query (INSERT, UPDATE, CREATE)", hints: hints{destructive: true}, params: writeQueryParams, fn: s.writeQuery,
+		{name: "write_query", worker: true, title: "Write query (INSERT, UPDATE, CREATE)", hints: hints{destructive: true}, params: writeQueryParams, fn: s.writeQuery,
 			desc: fmt.Sprintf("Run ONE INSERT, UPDATE, upsert, REPLACE, CREATE TABLE, CREATE INDEX or CREATE VIRTUAL TABLE (fts5, rtree). Answers 'ok: N rows affected (last_insert_rowid=K)' or 'ok: schema statement executed'; RETURNING rows follow as CSV. An UPDATE changing more than %d rows is rolled back. DELETE, DROP, ALTER and triggers need destructive_query; views need create_view.%s", c.MaxUpdateRows, s.asksText("write_query"))},
 		// Not idempotent: every call takes a new snapshot, and a repeated
 		// statement may remove or change more.
-		{name: "destructive_query", title: "Destructive query (snapshot first)", hints: hints{destructive: true}, params: destructiveQueryParams, fn: s.destructiveQuery,
+		{name: "destructive_query", worker: true, title: "Destructive query (snapshot first)", hints: hints{destructive: true}, params: destructiveQueryParams, fn: s.destructiveQuery,
 			desc: "Run ONE DELETE, DROP (table, view, index, trigger), ALTER TABLE, CREATE/DROP TRIGGER or bulk UPDATE. The statement is checked first, then snapshotted (a copy of the database, or for a large one an undo record of exactly what the statement changes), then it runs; the answer names the snapshot file. reason is required and logged. The server's own tables can never be changed." + s.asksText("destructive_query")},
-		{name: "list_tables", title: "List tables and views", hints: readsOnly, params: listTablesParams, fn: s.listTables,
+		{name: "list_tables", worker: true, title: "List tables and views", hints: readsOnly, params: listTablesParams, fn: s.listTables,
 			desc: "List tables and views as CSV name,type,system,rows. system=1 marks the server's own tables (memory log, audit log), which are readable but cannot be changed."},
-		{name: "describe_table", title: "Describe a table or view", hints: readsOnly, params: s.describeTableParams(), fn: s.describeTable,
+		{name: "describe_table", worker: true, title: "Describe a table or view", hints: readsOnly, params: s.describeTableParams(), fn: s.describeTable,
 			desc: "Describe a table or view: CSV sections '# columns' (cid,name,type,notnull,default,pk), '# foreign_keys' (from,to_table,to_column) and '# indexes' (name,unique,origin,columns)."},
-		{name: "get_schema", title: "Show the schema", hints: readsOnly, params: getSchemaParams, fn: s.getSchema,
+		{name: "get_schema", worker: true, title: "Show the schema", hints: readsOnly, params: getSchemaParams, fn: s.getSchema,
 			desc: "Every CREATE statement as stored (tables, indexes, views, triggers). Views saved with create_view carry a '-- description:' line: they are reusable queries from earlier sessions."},
 		// replace=true overwrites a view's definition (the old SQL is kept in
 		// the audit log): destructive. Repeating a call changes nothing more:
 		// the view is the same, or the second call is refused.
-		{name: "create_view", title: "Save a query as a view", hints: hints{destructive: true, idempotent: true}, params: createViewParams, fn: s.createView,
+		{name: "create_view", worker: true, title: "Save a query as a view", hints: hints{destructive: true, idempotent: true}, params: createViewParams, fn: s.createView,
 			desc: "Save a SELECT as a named view with a description, so later sessions find it in get_schema and can query it by name. The SELECT is checked as read-only first." + s.asksText("create_view")},
 		{name: "append_event", title: "Append a memory event", hints: onlyAdds, params: appendEventParams, fn: s.appendEvent,
 			desc: "Append a note, decision or finding to the append-only, hash-chained memory log. The server computes the hash; events can never be edited or deleted."},
 		// Not destructive: it only adds a file beside the database (rotation
 		// removes old snapshots, never data). Not idempotent: every call adds
 		// one.
-		{name: "snapshot", title: "Snapshot the database", hints: onlyAdds, params: snapshotParams, fn: s.snapshotTool,
+		{name: "snapshot", worker: true, title: "Snapshot the database", hints: onlyAdds, params: snapshotParams, fn: s.snapshotTool,
 			desc: "Write a full copy of the database file now, with the same online backup, naming and rotation as destructive_query's snapshots (the newest --snapshots are kept in the snapshot folder). Answers 'ok: snapshot written: PATH', or 'ok: snapshot skipped (disabled or target unavailable)' when snapshots are off or the folder cannot be written; it never fails for that. reason is kept in the audit log."},
 		{name: "verify_chain", title: "Verify the memory chain", hints: readsOnly, params: noParams, fn: s.verifyChain,
 			desc: "Recompute the whole memory chain. Answers {\"ok\": true, \"events\": N, \"head_id\": N, \"head_hash\": ...}, or the first broken event id and why."},
@@ -138,7 +155,7 @@ func (s *Server) memoryTools() []tool {
 			desc: "Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."},
 		{name: "get_resume_context", title: "Resume context (call first)", hints: readsOnly, params: resumeContextParams, fn: s.resumeContext,
 			desc: "Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."},
-		{name: "search_text", title: "Search text in a table", hints: readsOnly, params: s.searchTextParams(), fn: s.searchText,
+		{name: "search_text", worker: true, title: "Search text in a table", hints: readsOnly, params: s.searchTextParams(), fn: s.searchText,
 			desc: fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)},
 	}
 }

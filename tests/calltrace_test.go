@@ -66,13 +66,24 @@ type callSteps struct {
 	each  [][]time.Duration // by step, one per call
 	share []time.Duration   // handed off -> answer back
 	total []time.Duration   // client writes -> client reads
+	// faults are the page faults the worker took on the request's path.
+	faults []time.Duration
+	// woke and rewarm are, for prewoken calls, the front's nudge to the
+	// worker awake, and its warm-up.
+	woke, rewarm []time.Duration
 }
 
 // pacedSteps matches each client window with the traced read_query call
 // the server read inside it, and splits it into steps.
 func pacedSteps(t testing.TB, path string, windows []window) *callSteps {
 	t.Helper()
-	calls := readTrace(t, path)
+	// A call's line is written once its reply is: the client may have
+	// read the last reply before the server wrote the last line.
+	var calls []ipc.CallTrace
+	waitFor(10*time.Second, func() bool {
+		calls = readTrace(t, path)
+		return len(windows) == 0 || (len(calls) > 0 && calls[len(calls)-1].Received >= windows[len(windows)-1].sent.UnixNano())
+	})
 	s := &callSteps{each: make([][]time.Duration, len(stepNames))}
 	for _, w := range windows {
 		var c *ipc.CallTrace
@@ -96,6 +107,11 @@ func pacedSteps(t testing.TB, path string, windows []window) *callSteps {
 			s.each[i] = append(s.each[i], time.Duration(stamps[i+1]-stamps[i]))
 		}
 		s.share = append(s.share, time.Duration(c.Back-c.HandedOff))
+		s.faults = append(s.faults, time.Duration(k.Faults)*time.Millisecond)
+		if c.Prewoken != 0 && k.Woken != 0 {
+			s.woke = append(s.woke, time.Duration(k.Woken-c.Prewoken))
+			s.rewarm = append(s.rewarm, time.Duration(k.Rewarmed-k.Woken))
+		}
 		s.total = append(s.total, w.received.Sub(w.sent))
 	}
 	return s
@@ -123,7 +139,11 @@ func (s *callSteps) String() string {
 		fmt.Fprintf(&b, "  %-62s %6.3f\n", n, percentile(s.each[i], 0.5))
 	}
 	fmt.Fprintf(&b, "  %-62s %6.3f\n", "worker share (handed off -> answer back)", s.p50("worker share"))
-	fmt.Fprintf(&b, "  %-62s %6.3f\n", "the call, as the client saw it", s.p50("total"))
+	fmt.Fprintf(&b, "  %-62s %6.3f (p25 %.3f, p75 %.3f, mean %.3f)\n", "the call, as the client saw it", s.p50("total"),
+		percentile(s.total, 0.25), percentile(s.total, 0.75), mean(s.total))
+	fmt.Fprintf(&b, "  %-62s %6.3f (mean %.3f)\n", "worker share, again", s.p50("worker share"), mean(s.share))
+	fmt.Fprintf(&b, "  %-62s %6.0f\n", "page faults in the worker, read to answer (count)", percentile(s.faults, 0.5))
+	fmt.Fprintf(&b, "  %d of %d calls prewoken: nudge -> worker awake %.3f, its warm-up %.3f\n", len(s.woke), len(s.share), percentile(s.woke, 0.5), percentile(s.rewarm, 0.5))
 	return b.String()
 }
 
@@ -163,4 +183,16 @@ func TestCallTrace(t *testing.T) {
 	if calls[2].Tool != "read_query" || calls[2].Worker.Compiled == 0 || calls[2].Worker.Stepped == 0 {
 		t.Errorf("read_query's trace: %+v %+v", calls[2], calls[2].Worker)
 	}
+}
+
+// mean returns the mean of d in milliseconds.
+func mean(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return float64((sum / time.Duration(len(d))).Microseconds()) / 1000
 }

@@ -353,3 +353,45 @@ func rawPing(t testing.TB, s *session, n int) time.Duration {
 	}
 	return d
 }
+
+// BenchmarkPrewake compares paced primary-key read_query calls to two
+// servers of one file, called in turn: one nudges the standby as a
+// tools/call line comes in (ipc.Spawner.Prewake, the default), the other
+// does not (MCP_SQLITE_PREWAKE=0). Taken in turns, both see the same load.
+//
+//	go test -run '^$' -bench Prewake -benchtime 100x ./tests/
+func BenchmarkPrewake(b *testing.B) {
+	dir := testDir(b)
+	db := filepath.Join(dir, "prewake.db")
+	traces := []string{filepath.Join(dir, "on.jsonl"), filepath.Join(dir, "off.jsonl")}
+	on := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + traces[0]})
+	on.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
+	on.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, 'note ' || x FROM c"))
+	off := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + traces[1], "MCP_SQLITE_PREWAKE=0"})
+	sessions := []*session{on, off}
+	lat := make([][]time.Duration, 2)
+	windows := make([][]window, 2)
+	time.Sleep(time.Second) // the pools fill after start-up
+	b.ResetTimer()
+	for i := range b.N {
+		for k, s := range sessions {
+			time.Sleep(pacedGap)
+			sent := time.Now()
+			s.ok("read_query", q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1)))
+			lat[k] = append(lat[k], time.Since(sent))
+			windows[k] = append(windows[k], window{sent, time.Now()})
+		}
+	}
+	b.StopTimer()
+	steps := []*callSteps{pacedSteps(b, traces[0], windows[0]), pacedSteps(b, traces[1], windows[1])}
+	p50 := func(d []time.Duration) float64 { return percentile(d, 0.5) }
+	b.ReportMetric(p50(lat[0]), "prewake-p50-ms")
+	b.ReportMetric(p50(lat[1]), "none-p50-ms")
+	b.ReportMetric(p50(lat[0])/p50(lat[1]), "prewake/none")
+	b.ReportMetric(steps[0].p50("worker share"), "prewake-share-p50-ms")
+	b.ReportMetric(steps[1].p50("worker share"), "none-share-p50-ms")
+	if b.N > 1 {
+		fmt.Fprintf(os.Stderr, "with the nudge:\n%swithout:\n%s", steps[0], steps[1])
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -18,6 +18,18 @@ var limited struct {
 	memoryMB int  // the memory budget in force (0: none)
 	// fileBytes is the file-size limit in force (RLIMIT_FSIZE; 0: none).
 	fileBytes uint64
+	// settledMB is the budget the address-space limit was settled to ahead
+	// of the request (settleAhead; 0: not settled).
+	settledMB int
+}
+
+// settleAhead settles the address-space limit to the standby's budget
+// before the request is read (see rewarm), so that the request does not
+// pay for it.
+func settleAhead(log hclog.Logger) {
+	if mb := limited.memoryMB; mb > 0 && settleOSMemoryLimit(mb, log) == nil {
+		limited.settledMB = mb
+	}
 }
 
 // applyStandbyLimits sets, before any request exists, the limits that do
@@ -66,9 +78,9 @@ func applyLimits(req *ipc.Request, frontPID int, log hclog.Logger) error {
 			return fail(err)
 		}
 	}
-	if mb := req.Limits.MemoryMB; mb > 0 {
+	if mb := req.Limits.MemoryMB; mb > 0 && mb != limited.settledMB {
 		// Last, so that the statement gets its budget from what is
-		// mapped now.
+		// mapped now (unless the prewake did that a moment ago).
 		if err := settleOSMemoryLimit(mb, log); err != nil {
 			return fail(err)
 		}

@@ -102,6 +102,36 @@ func readyAhead(log hclog.Logger) {
 	ex.auth.Reset()
 }
 
+// rewarm readies this standby again when the front says a request is on
+// its way (ipc.PrewakeByte), while the front is still parsing the call:
+// it settles the address-space limit (the wait is over, so what the
+// runtime mapped meanwhile is known), then runs warmQuery again, so that
+// after the idle wait SQLite's, the policy's and the renderer's code and
+// memory are touched again and SQLite's cache is revalidated (another
+// connection's write, such as the front's audit row, empties it). Nothing
+// of the agent's runs, and nothing starts once the request has arrived:
+// the request must not wait.
+func rewarm(log hclog.Logger, arrived func() bool) {
+	if arrived() {
+		return
+	}
+	settleAhead(log)
+	ex := preopened.ex
+	if ex == nil || ex.req == nil || ex.req.SQL != warmQuery || arrived() {
+		return
+	}
+	// The statement alone, not the whole request path: measured, the
+	// path's policy and rendering took as long again and outlasted the
+	// front's parsing of the call, so the request waited for it.
+	st, _, err := ex.conn.Prepare(warmQuery)
+	if err != nil {
+		log.Debug("warm-up statement failed", "error", err)
+		return
+	}
+	_, _ = st.Step()
+	st.Finalize()
+}
+
 // prepare does before the request what no request changes: the process
 // and memory limits the front configured, the connection opened ahead, and
 // (for a standby, which has the time) the connection readied for a read

@@ -60,6 +60,9 @@ func (Executor) Admit(req *ipc.Request, env ipc.WorkerEnv, log hclog.Logger) err
 	return admit(req, env.TempDir, log)
 }
 
+// Rewarm runs the standby's warm-up statement again (see rewarm).
+func (Executor) Rewarm(log hclog.Logger, arrived func() bool) { rewarm(log, arrived) }
+
 // Run applies the limits that depend on req, then executes it.
 func (Executor) Run(req *ipc.Request, env ipc.WorkerEnv, log hclog.Logger, progress io.Writer) (*ipc.Response, func()) {
 	return run(req, env.FrontPID, log, progress)

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,12 @@ type Options struct {
 	// it ends (the host closed stdin), before the calls still running are
 	// cancelled: they can tell why they stop.
 	InputEnded func()
+	// ToolCall, if set, is called as soon as a line that looks like a
+	// tools/call request is read, before it is parsed, with the names in
+	// it, the tool's among them (see toolCallNames): the server readies
+	// what the call will need meanwhile. It is a hint: the call may turn
+	// out to be something else.
+	ToolCall func(names []string)
 }
 
 // Serve reads JSON-RPC messages from r and serves them with srv until r
@@ -81,7 +88,8 @@ func Serve(ctx context.Context, srv *mcpserver.MCPServer, r io.Reader, w io.Writ
 	defer func() { mu.Lock(); stopped = true; mu.Unlock() }()
 	rd := &reader{
 		ctx: ctx, r: bufio.NewReader(r), readErr: make(chan error, 1), ended: opt.InputEnded,
-		handle: func(l line) func() { return dispatch(ctx, srv, sess, out, l) },
+		handle:   func(l line) func() { return dispatch(ctx, srv, sess, out, l) },
+		toolCall: opt.ToolCall,
 		admit: func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -127,6 +135,8 @@ type reader struct {
 	ended   func()
 	// handle serves a line and returns, for a request, what runs it.
 	handle func(line) func()
+	// toolCall is Options.ToolCall.
+	toolCall func(names []string)
 	// admit counts a request in (false: Serve is returning), done out.
 	admit func() bool
 	done  func()
@@ -146,10 +156,16 @@ func (rd *reader) loop() {
 			rd.readErr <- err
 			return
 		}
+		read := time.Now()
 		if rd.ctx.Err() != nil {
 			return
 		}
-		run := rd.handle(line{text, time.Now()})
+		if rd.toolCall != nil {
+			if names, ok := toolCallNames(text); ok {
+				rd.toolCall(names)
+			}
+		}
+		run := rd.handle(line{text, read})
 		if run == nil {
 			continue
 		}
@@ -216,4 +232,37 @@ func errorResponse(id any, code int, message string) mcp.JSONRPCMessage {
 		ID:      mcp.NewRequestId(id),
 		Error:   mcp.NewJSONRPCErrorDetails(code, message, nil),
 	}
+}
+
+// toolCallNames reports whether line looks like a tools/call request and
+// the strings that follow a "name" key in it (at most 8): the tool's name
+// is one of them ({"method":"tools/call","params":{"name":...}}), beside
+// such names as a client's in _meta or an argument's. It is a quick look,
+// not a parse: the line is parsed after, and a wrong guess only readies
+// something the call does not use.
+func toolCallNames(line string) ([]string, bool) {
+	if !strings.Contains(line, `"tools/call"`) {
+		return nil, false
+	}
+	var names []string
+	for rest := line; len(names) < 8; {
+		i := strings.Index(rest, `"name"`)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(`"name"`):]
+		v := strings.TrimLeft(rest, " \t")
+		if !strings.HasPrefix(v, ":") {
+			continue
+		}
+		v = strings.TrimLeft(v[1:], " \t")
+		if !strings.HasPrefix(v, `"`) {
+			continue
+		}
+		v = v[1:]
+		if end := strings.IndexAny(v, `"\`); end >= 0 && v[end] == '"' {
+			names = append(names, v[:end])
+		}
+	}
+	return names, len(names) > 0
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,4 +328,27 @@ func syncRead(s *session, b *bytes.Buffer) string {
 	s.out.mu.Lock()
 	defer s.out.mu.Unlock()
 	return b.String()
+}
+
+func TestToolCallNames(t *testing.T) {
+	tests := []struct {
+		line  string
+		names []string
+	}{
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_query","arguments":{"query":"SELECT 1"}}}`, []string{"read_query"}},
+		{`{"method": "tools/call", "params": {"name" : "verify_chain"}, "jsonrpc": "2.0", "id": 1}`, []string{"verify_chain"}},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"clientInfo":{"name":"e2e","version":"1"}},"name":"describe_table","arguments":{"name":"items"}}}`, []string{"e2e", "describe_table", "items"}},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, nil},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b"}}`, nil},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":42}}`, nil},
+		{`{"method":"tools/call","params":{"name":"read_q`, nil},
+	}
+	for _, tt := range tests {
+		names, ok := toolCallNames(tt.line)
+		if !slices.Equal(names, tt.names) || ok != (tt.names != nil) {
+			t.Errorf("toolCallNames(%s) = %q, %v; want %q", tt.line, names, ok, tt.names)
+		}
+	}
 }
