@@ -21,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
 )
 
@@ -234,6 +235,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "60")
 			g.refuse(w, r, http.StatusServiceUnavailable, agent, fmt.Sprintf("the server has %d sessions open (--max-sessions); end unused ones (DELETE /mcp) or wait for idle ones to expire", g.sessions.max))
 			return
+		}
+		if names, ok := mcpstdio.ToolCallNames(string(body)); ok {
+			// As over stdio: the standby is nudged before mcp-go parses.
+			g.s.prewake(names)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -86,6 +86,9 @@ type Server struct {
 	tracer *callTracer
 	// workerTools are the tools that run a worker (register).
 	workerTools map[string]bool
+	// noPrewake turns the nudge off (MCP_SQLITE_PREWAKE=0), to measure
+	// what it saves (docs/performance.md).
+	noPrewake bool
 }
 
 // Created says what this start created at --db: "created a new memory
@@ -108,7 +111,7 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 	if cfg.AuditQueryBytes <= 0 {
 		cfg.AuditQueryBytes = memory.DefaultAuditQueryBytes
 	}
-	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now())}
+	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now()), noPrewake: os.Getenv("MCP_SQLITE_PREWAKE") == "0"}
 	s.shutdown, s.beginShutdown = context.WithCancel(context.Background())
 	// Before anything is opened or created: a bad --replicate leaves no file.
 	replication, err := replicate.Plan(ctx, replicate.Options{
@@ -265,12 +268,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 
 	// The input's end (stdin closed) begins shutdown before the loop
 	// cancels the calls, so the calls it stops know why.
-	opt := mcpstdio.Options{Log: s.log.Named("stdio"), InputEnded: s.beginShutdown, ToolCall: s.prewake}
-	if os.Getenv("MCP_SQLITE_PREWAKE") == "0" {
-		// Off, to measure what it saves (docs/performance.md).
-		opt.ToolCall = nil
-	}
-	err := mcpstdio.Serve(listenCtx, s.mcp, r, w, opt)
+	err := mcpstdio.Serve(listenCtx, s.mcp, r, w, mcpstdio.Options{Log: s.log.Named("stdio"), InputEnded: s.beginShutdown, ToolCall: s.prewake})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		err = nil
 	}

@@ -90,6 +90,9 @@ func (s *Server) register(tools []tool, jsonTool bool) {
 // call comes in, if one of names (mcpstdio.Options.ToolCall) is a tool
 // that runs a worker (see ipc.Spawner.Prewake).
 func (s *Server) prewake(names []string) {
+	if s.noPrewake {
+		return
+	}
 	for _, n := range names {
 		if s.workerTools[n] {
 			s.spawner.Prewake()

@@ -287,6 +287,9 @@ func TestHTTPCallsPerAgent(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("queued call: %v %+v", err, res)
 	}
+	// Seen once among the parallel HTTP tests: the answer was in before
+	// the progress notification had reached the callback. Wait for it.
+	waitFor(5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(msgs) > 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(msgs) == 0 || !strings.Contains(msgs[0], "waiting for one of this agent's calls") {

@@ -49,7 +49,7 @@ type Options struct {
 	InputEnded func()
 	// ToolCall, if set, is called as soon as a line that looks like a
 	// tools/call request is read, before it is parsed, with the names in
-	// it, the tool's among them (see toolCallNames): the server readies
+	// it, the tool's among them (see ToolCallNames): the server readies
 	// what the call will need meanwhile. It is a hint: the call may turn
 	// out to be something else.
 	ToolCall func(names []string)
@@ -161,7 +161,7 @@ func (rd *reader) loop() {
 			return
 		}
 		if rd.toolCall != nil {
-			if names, ok := toolCallNames(text); ok {
+			if names, ok := ToolCallNames(text); ok {
 				rd.toolCall(names)
 			}
 		}
@@ -234,13 +234,13 @@ func errorResponse(id any, code int, message string) mcp.JSONRPCMessage {
 	}
 }
 
-// toolCallNames reports whether line looks like a tools/call request and
+// ToolCallNames reports whether line looks like a tools/call request and
 // the strings that follow a "name" key in it (at most 8): the tool's name
 // is one of them ({"method":"tools/call","params":{"name":...}}), beside
 // such names as a client's in _meta or an argument's. It is a quick look,
 // not a parse: the line is parsed after, and a wrong guess only readies
 // something the call does not use.
-func toolCallNames(line string) ([]string, bool) {
+func ToolCallNames(line string) ([]string, bool) {
 	if !strings.Contains(line, `"tools/call"`) {
 		return nil, false
 	}

@@ -346,9 +346,9 @@ func TestToolCallNames(t *testing.T) {
 		{`{"method":"tools/call","params":{"name":"read_q`, nil},
 	}
 	for _, tt := range tests {
-		names, ok := toolCallNames(tt.line)
+		names, ok := ToolCallNames(tt.line)
 		if !slices.Equal(names, tt.names) || ok != (tt.names != nil) {
-			t.Errorf("toolCallNames(%s) = %q, %v; want %q", tt.line, names, ok, tt.names)
+			t.Errorf("ToolCallNames(%s) = %q, %v; want %q", tt.line, names, ok, tt.names)
 		}
 	}
 }
