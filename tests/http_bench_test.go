@@ -26,15 +26,12 @@ import (
 func BenchmarkHTTPCallLatency(b *testing.B) {
 	db := filepath.Join(testDir(b), "latency.db")
 	local := start(b, db)
-	local.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
-	local.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, 'note ' || x FROM c"))
+	itemsTable(local)
 	h := startHTTP(b, db, []string{"bench"})
 	legacy := h.connect(b, "bench", false)
 	modern := h.connect(b, "bench", true)
 	sessions := []*session{local, legacy, modern}
-	pk := func(i int) map[string]any {
-		return q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1))
-	}
+	pk := pkRead
 	reads := make([][]time.Duration, 3)
 	var pings []time.Duration
 	time.Sleep(time.Second) // the pools fill after start-up

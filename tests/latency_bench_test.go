@@ -65,14 +65,11 @@ func BenchmarkCallLatency(b *testing.B) {
 	db := filepath.Join(dir, "latency.db")
 	tracePath := filepath.Join(dir, "calls.jsonl")
 	s := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + tracePath}, "--max-result-bytes", "1048576")
-	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
-	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note ' || x END FROM c"))
+	itemsTable(s)
 	for i := range 10 {
 		s.ok("append_event", map[string]any{"content": fmt.Sprintf("event %d", i)})
 	}
-	pk := func(i int) map[string]any {
-		return q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1))
-	}
+	pk := pkRead
 	rows := map[string]any{"query": "SELECT id, name, price, qty, note FROM items ORDER BY id", "limit": 1000}
 	timed := func(tool string, args map[string]any) time.Duration {
 		start := time.Now()
@@ -153,6 +150,19 @@ func BenchmarkCallLatency(b *testing.B) {
 	b.ReportMetric(p50(stream)/p50(paced), "stream/paced")
 	b.ReportMetric(p50(thousand)/p50(paced), "rows1000/paced")
 	b.ReportMetric(0, "ns/op") // the per-op time mixes everything above
+}
+
+// itemsTable creates the latency benchmarks' table through s: 1,000 rows
+// of five columns, every fifth note NULL.
+func itemsTable(s *session) {
+	s.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
+	s.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, CASE WHEN x % 5 = 0 THEN NULL ELSE 'note ' || x END FROM c"))
+}
+
+// pkRead is read_query's arguments for a primary-key read of one of
+// itemsTable's rows.
+func pkRead(i int) map[string]any {
+	return q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1))
 }
 
 // percentile returns the p-quantile of d in milliseconds.
@@ -370,8 +380,7 @@ func BenchmarkPrewake(b *testing.B) {
 	db := filepath.Join(dir, "prewake.db")
 	traces := []string{filepath.Join(dir, "on.jsonl"), filepath.Join(dir, "off.jsonl")}
 	on := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + traces[0]})
-	on.ok("write_query", q("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, qty INTEGER, note TEXT)"))
-	on.ok("write_query", q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) INSERT INTO items SELECT x, 'item ' || x, x * 0.37, x % 97, 'note ' || x FROM c"))
+	itemsTable(on)
 	off := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + traces[1], "MCP_SQLITE_PREWAKE=0"})
 	sessions := []*session{on, off}
 	lat := make([][]time.Duration, 2)
@@ -382,7 +391,7 @@ func BenchmarkPrewake(b *testing.B) {
 		for k, s := range sessions {
 			time.Sleep(pacedGap)
 			sent := time.Now()
-			s.ok("read_query", q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1)))
+			s.ok("read_query", pkRead(i))
 			lat[k] = append(lat[k], time.Since(sent))
 			windows[k] = append(windows[k], window{sent, time.Now()})
 		}
