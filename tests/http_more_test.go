@@ -277,6 +277,13 @@ func TestHTTPCallsPerAgent(t *testing.T) {
 		}
 	})
 	<-done
+	// The first runaway's answer can come before its killed worker is
+	// gone (and bob's worker may still be exiting): waitWorker would find
+	// one of those, and the queued call below would find alice's slot
+	// free. So no worker first, then the second runaway's.
+	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+		t.Fatalf("workers still running: %v", workersOf(db))
+	}
 	go alice.call("read_query", q(runaway))
 	waitWorker(t, db)
 	req := mcp.CallToolRequest{}
@@ -287,9 +294,6 @@ func TestHTTPCallsPerAgent(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("queued call: %v %+v", err, res)
 	}
-	// Seen once among the parallel HTTP tests: the answer was in before
-	// the progress notification had reached the callback. Wait for it.
-	waitFor(5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(msgs) > 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(msgs) == 0 || !strings.Contains(msgs[0], "waiting for one of this agent's calls") {
