@@ -58,7 +58,8 @@ type CallTrace struct {
 	Auditing int64 `json:"auditing,omitempty"`
 	// Returned: the handler returned (after the audit row).
 	Returned int64 `json:"returned"`
-	// Written: the reply was written to the client.
+	// Written: the reply's write to the client began (stdio; after the
+	// handler for HTTP).
 	Written int64         `json:"written"`
 	Worker  *WorkerStamps `json:"worker,omitempty"`
 }

@@ -57,8 +57,8 @@ var stepNames = []string{
 	"worker writes -> front has read the answer (write + wake-up)",
 	"answer back -> handler queues the audit row",
 	"handler waits for its audit row",
-	"handler returns -> reply written",
-	"reply written -> client has read it",
+	"handler returns -> its reply's write begins",
+	"reply's write begins -> client has read it",
 }
 
 // callSteps is the duration of each step of many calls, and their sums.

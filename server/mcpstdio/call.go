@@ -64,8 +64,9 @@ func (c *Call) Received() (read, dispatched, running time.Time) {
 	return c.received, c.dispatched, c.running
 }
 
-// OnWritten makes fn be called, with the time, once the call's response
-// is written (not when it is dropped). It is for measuring a call.
+// OnWritten makes fn be called once the call's response is written (not
+// when it is dropped), with the time its write began. It is for measuring
+// a call.
 func (c *Call) OnWritten(fn func(at time.Time)) {
 	if c == nil {
 		return
@@ -158,6 +159,9 @@ func (w *writer) write(c *Call, msg any) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// Stamped before the write: the client may read the reply before this
+	// goroutine runs again.
+	at := time.Now()
 	for _, p := range parts {
 		if _, err := w.w.Write(p); err != nil {
 			w.log.Debug("cannot write a message", "error", err)
@@ -165,7 +169,7 @@ func (w *writer) write(c *Call, msg any) error {
 		}
 	}
 	if c != nil && c.written != nil {
-		c.written(time.Now())
+		c.written(at)
 	}
 	return nil
 }
