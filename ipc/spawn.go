@@ -209,7 +209,7 @@ func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress 
 func (s *Spawner) Prewake() {
 	s.mu.Lock()
 	var p *process
-	if i := slices.IndexFunc(s.pool, (*process).isReady); i >= 0 {
+	if i := s.nextStandby(); i >= 0 && s.pool[i].isReady() {
 		p = s.pool[i]
 	}
 	s.mu.Unlock()
@@ -302,13 +302,20 @@ func (s *Spawner) popStandby() *process {
 	if len(s.pool) == 0 {
 		return nil
 	}
-	i := slices.IndexFunc(s.pool, (*process).isReady)
-	if i < 0 {
-		i = 0
-	}
+	i := s.nextStandby()
 	p := s.pool[i]
 	s.pool = slices.Delete(s.pool, i, i+1)
 	return p
+}
+
+// nextStandby is the index in the pool of the standby the next call
+// takes (popStandby) and Prewake nudges: the oldest ready one, else the
+// oldest; -1 when the pool is empty. Call with s.mu held.
+func (s *Spawner) nextStandby() int {
+	if len(s.pool) == 0 {
+		return -1
+	}
+	return max(slices.IndexFunc(s.pool, (*process).isReady), 0)
 }
 
 // noneReady reports whether no standby in the pool is ready: what makes a

@@ -165,6 +165,24 @@ func pkRead(i int) map[string]any {
 	return q(fmt.Sprintf("SELECT id, name, price, qty, note FROM items WHERE id = %d", i%1000+1))
 }
 
+// pacedRead waits pacedGap, then makes pkRead(i) through s: a paced call.
+// It returns when the call was sent and its answer read.
+func pacedRead(s *session, i int) window {
+	time.Sleep(pacedGap)
+	sent := time.Now()
+	s.ok("read_query", pkRead(i))
+	return window{sent, time.Now()}
+}
+
+// took returns how long each call of ws took.
+func took(ws []window) []time.Duration {
+	d := make([]time.Duration, len(ws))
+	for i, w := range ws {
+		d[i] = w.received.Sub(w.sent)
+	}
+	return d
+}
+
 // percentile returns the p-quantile of d in milliseconds.
 func percentile(d []time.Duration, p float64) float64 {
 	if len(d) == 0 {
@@ -383,20 +401,16 @@ func BenchmarkPrewake(b *testing.B) {
 	itemsTable(on)
 	off := startEnv(b, db, []string{"MCP_SQLITE_CALLTRACE=" + traces[1], "MCP_SQLITE_PREWAKE=0"})
 	sessions := []*session{on, off}
-	lat := make([][]time.Duration, 2)
 	windows := make([][]window, 2)
 	time.Sleep(time.Second) // the pools fill after start-up
 	b.ResetTimer()
 	for i := range b.N {
 		for k, s := range sessions {
-			time.Sleep(pacedGap)
-			sent := time.Now()
-			s.ok("read_query", pkRead(i))
-			lat[k] = append(lat[k], time.Since(sent))
-			windows[k] = append(windows[k], window{sent, time.Now()})
+			windows[k] = append(windows[k], pacedRead(s, i))
 		}
 	}
 	b.StopTimer()
+	lat := [][]time.Duration{took(windows[0]), took(windows[1])}
 	steps := []*callSteps{pacedSteps(b, traces[0], windows[0]), pacedSteps(b, traces[1], windows[1])}
 	p50 := func(d []time.Duration) float64 { return percentile(d, 0.5) }
 	b.ReportMetric(p50(lat[0]), "prewake-p50-ms")
