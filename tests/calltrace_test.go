@@ -179,6 +179,20 @@ func TestCallTrace(t *testing.T) {
 	if share := steps.share[0]; share <= 0 || share > steps.total[0] {
 		t.Errorf("worker share %v of a call of %v", share, steps.total[0])
 	}
+	// The nudge: a read_query finds its standby nudged and woken before
+	// the request (a standby may still be starting on a busy machine, so
+	// a few paced tries).
+	nudged := false
+	for try := 0; try < 10 && !nudged; try++ {
+		time.Sleep(200 * time.Millisecond)
+		sent := time.Now()
+		s.ok("read_query", q("SELECT v FROM t WHERE id = 1"))
+		st := pacedSteps(t, trace, []window{{sent, time.Now()}})
+		nudged = len(st.woke) == 1
+	}
+	if !nudged {
+		t.Errorf("no read_query of 10 found its worker nudged and woken (ipc.Spawner.Prewake)")
+	}
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Received < calls[j].Received })
 	if calls[2].Tool != "read_query" || calls[2].Worker.Compiled == 0 || calls[2].Worker.Stepped == 0 {
 		t.Errorf("read_query's trace: %+v %+v", calls[2], calls[2].Worker)
