@@ -183,29 +183,27 @@ func (rd *reader) loop() {
 // requests is routed to its caller; a notification runs here; for a
 // request it returns what runs it, with a Call.
 func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out *writer, l line) (request func()) {
-	var raw json.RawMessage
-	if err := json.Unmarshal([]byte(l.text), &raw); err != nil {
+	raw := json.RawMessage(l.text)
+	var m message
+	if err := json.Unmarshal(raw, &m); err != nil {
 		_ = out.write(nil, errorResponse(nil, mcp.PARSE_ERROR, "Parse error"))
 		return nil
 	}
-	if sess.route(raw) {
+	if sess.route(&m) {
 		return nil
 	}
-	var base struct {
-		ID any `json:"id,omitempty"`
-	}
-	if json.Unmarshal(raw, &base) == nil && base.ID != nil {
+	if m.isRequest() {
 		c := &Call{out: out, received: l.read, dispatched: time.Now()}
 		return func() {
 			c.running = time.Now()
 			var resp any
-			if r := handle(withCall(ctx, c), srv, base.ID, raw, out.log); r != nil {
+			if r := handle(withCall(ctx, c), srv, &m, raw, out.log); r != nil {
 				resp = r
 			}
 			_ = out.write(c, resp)
 		}
 	}
-	if resp := handle(ctx, srv, base.ID, raw, out.log); resp != nil {
+	if resp := handle(ctx, srv, &m, raw, out.log); resp != nil {
 		_ = out.write(nil, resp)
 	}
 	return nil
@@ -213,13 +211,13 @@ func dispatch(ctx context.Context, srv *mcpserver.MCPServer, sess *session, out 
 
 // handle runs HandleMessage; a panic becomes an internal error for a
 // request and nothing for a notification.
-func handle(ctx context.Context, srv *mcpserver.MCPServer, id any, raw json.RawMessage, log hclog.Logger) (resp mcp.JSONRPCMessage) {
+func handle(ctx context.Context, srv *mcpserver.MCPServer, m *message, raw json.RawMessage, log hclog.Logger) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("panic in a message handler", "panic", fmt.Sprint(r))
 			resp = nil
-			if id != nil {
-				resp = errorResponse(id, mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r))
+			if m.isRequest() {
+				resp = errorResponse(m.id(), mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r))
 			}
 		}
 	}()

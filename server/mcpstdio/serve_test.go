@@ -307,13 +307,13 @@ func TestElicitationFailures(t *testing.T) {
 	for !strings.Contains(syncRead(sess, &out), `"method":"elicitation/create"`) {
 		time.Sleep(time.Millisecond)
 	}
-	if !sess.route(json.RawMessage(`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"user closed the dialog"}}`)) {
+	if !sess.route(decoded(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"user closed the dialog"}}`)) {
 		t.Fatal("the error response was not routed")
 	}
 	if err := <-errs; err == nil || !strings.Contains(err.Error(), "user closed the dialog") {
 		t.Fatalf("error %v", err)
 	}
-	if sess.route(json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{}}`)) {
+	if sess.route(decoded(t, `{"jsonrpc":"2.0","id":1,"result":{}}`)) {
 		t.Fatal("a second response to the same request was routed")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -351,4 +351,14 @@ func TestToolCallNames(t *testing.T) {
 			t.Errorf("ToolCallNames(%s) = %q, %v; want %q", tt.line, names, ok, tt.names)
 		}
 	}
+}
+
+// decoded is line as the read loop decodes it.
+func decoded(t *testing.T, line string) *message {
+	t.Helper()
+	var m message
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
 }

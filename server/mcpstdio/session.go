@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -179,20 +180,43 @@ func (s *session) request(ctx context.Context, method mcp.MCPMethod, params any,
 	}
 }
 
-// route hands raw to the request it answers, if it is a response to one
-// of the session's requests still waiting.
-func (s *session) route(raw json.RawMessage) bool {
-	var resp struct {
-		ID     json.Number              `json:"id"`
-		Method string                   `json:"method"`
-		Result json.RawMessage          `json:"result"`
-		Error  *mcp.JSONRPCErrorDetails `json:"error"`
-	}
-	if json.Unmarshal(raw, &resp) != nil || resp.Method != "" || (resp.Result == nil && resp.Error == nil) {
+// message is what the read loop needs of a line, decoded in one pass:
+// whether it is a request (an id) or a response to one of the session's
+// own requests (a result or an error, no method).
+// Every member is kept raw, so that only a line that is not JSON fails to
+// decode here; mcp-go judges the rest.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method json.RawMessage `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// isRequest: the message has an id that is not null (a notification has
+// none; a response to the session's own request is routed before).
+func (m *message) isRequest() bool {
+	return len(m.ID) > 0 && string(m.ID) != "null"
+}
+
+// id returns the message's id as mcp-go takes it.
+func (m *message) id() any {
+	var v any
+	_ = json.Unmarshal(m.ID, &v)
+	return v
+}
+
+// route hands m to the request it answers, if it is a response to one of
+// the session's requests still waiting.
+func (s *session) route(m *message) bool {
+	if m.Method != nil || (m.Result == nil && m.Error == nil) {
 		return false
 	}
-	id, err := resp.ID.Int64()
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
 	if err != nil {
+		return false
+	}
+	var failure *mcp.JSONRPCErrorDetails
+	if m.Error != nil && json.Unmarshal(m.Error, &failure) != nil {
 		return false
 	}
 	s.mu.Lock()
@@ -200,7 +224,7 @@ func (s *session) route(raw json.RawMessage) bool {
 	delete(s.pending, id)
 	s.mu.Unlock()
 	if ok {
-		answer <- clientResponse{result: resp.Result, err: resp.Error}
+		answer <- clientResponse{result: m.Result, err: failure}
 	}
 	return ok
 }
