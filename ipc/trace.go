@@ -56,7 +56,7 @@ type CallTrace struct {
 	Back int64 `json:"back,omitempty"`
 	// Auditing: the handler is about to queue the call's audit row.
 	Auditing int64 `json:"auditing,omitempty"`
-	// Returned: the handler returned (after the audit row).
+	// Returned: the handler returned (its audit row queued, not written).
 	Returned int64 `json:"returned"`
 	// Written: the reply's write to the client began (stdio; after the
 	// handler for HTTP).

@@ -124,6 +124,11 @@ func (s *Store) AuditTx(ctx context.Context, tx *sql.Tx, e AuditEntry) error {
 // ctx ends.
 func (s *Store) FlushAudit(ctx context.Context) error { return s.audit.flush(ctx) }
 
+// AwaitAudit waits, while audit rows flow and for at most 50 ms, until the
+// rows queued before it are written: run before a call, it lets the call
+// read the rows of the calls answered before it.
+func (s *Store) AwaitAudit() { s.audit.awaitQueued() }
+
 // AuditDB is a separate audit file (--audit-db), for the read-only profile:
 // it holds only query_log, its index and triggers, and the query_errors view.
 type AuditDB struct {
@@ -162,6 +167,9 @@ func (a *AuditDB) Audit(_ context.Context, e AuditEntry) error { return a.w.audi
 // ctx ends.
 func (a *AuditDB) FlushAudit(ctx context.Context) error { return a.w.flush(ctx) }
 
+// AwaitAudit is [Store.AwaitAudit] for the audit file.
+func (a *AuditDB) AwaitAudit() { a.w.awaitQueued() }
+
 // Path returns the absolute path of the audit file.
 func (a *AuditDB) Path() string { return a.path }
 
@@ -180,8 +188,8 @@ var (
 	AuditFlushTimeout = 10 * time.Second
 	// auditBusyTimeout is one write attempt's wait for the lock.
 	auditBusyTimeout = 20 * time.Millisecond
-	// auditSettle bounds how long Audit waits for its row while rows are
-	// flowing (see auditWriter.audit).
+	// auditSettle bounds how long AwaitAudit waits for earlier rows while
+	// rows are flowing (see auditWriter).
 	auditSettle = 50 * time.Millisecond
 	// auditRetryMax is the longest pause between attempts.
 	auditRetryMax = time.Second
@@ -204,10 +212,6 @@ var auditQueueMax = 64 << 20
 // logged instead.
 var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged instead")
 
-// errOwnerBusy: a caller's own write of the queue found the owner's write
-// mutex held; the writer goroutine writes the rows instead.
-var errOwnerBusy = errors.New("memory: the store's write mutex is held")
-
 // auditWriter is the query_log queue shared by Store and AuditDB. Rows are
 // queued in the order Audit is called and written by one goroutine, several
 // in one transaction when several wait, as soon as the write lock allows. A
@@ -216,13 +220,14 @@ var errOwnerBusy = errors.New("memory: the store's write mutex is held")
 // waiting, one Info line when they are written). Closing writes what is
 // queued, waiting up to AuditFlushTimeout.
 //
-// While rows flow (the last write succeeded), Audit waits for its own row,
-// which takes well under a millisecond and at most auditSettle: a caller
-// that answers after Audit returns can count on the row being readable
-// (an agent reading query_errors right after a failed call sees it). Once a
-// write has failed, until one succeeds, Audit waits for nothing. When the
-// writer is idle, Audit writes the queue on its caller's goroutine (see
-// audit); a write that fails there is the writer goroutine's to retry.
+// Audit never waits for its row: a reply goes out while its row is
+// written (SPEC 5). Read-your-writes is kept by the next call instead:
+// AwaitAudit, which the server runs before each tool call, waits while
+// rows flow (the last write succeeded) until every row queued before it is
+// written, which takes well under a millisecond and at most auditSettle
+// (an agent reading query_errors right after a failed call sees it;
+// paced calls find their rows long written and never wait). Once a write
+// has failed, until one succeeds, it waits for nothing.
 //
 // Durability: in WAL mode a batch commits with synchronous=NORMAL, so that
 // its rows are readable (and their callers answer) without waiting for the
@@ -252,10 +257,7 @@ type auditWriter struct {
 	stop     chan struct{} // closed by close
 	done     chan struct{} // closed when the writer goroutine has ended
 
-	// batchMu is held by whoever writes a batch: the writer goroutine, or
-	// a caller of audit that found the writer idle (see audit).
-	batchMu sync.Mutex
-	// Used under batchMu only.
+	// Used by the writer goroutine only.
 	conn *sql.Conn
 	stmt *sql.Stmt
 	// durable: sync what is written (false only for the benchmark's
@@ -319,38 +321,27 @@ func (w *auditWriter) row(e AuditEntry) queuedRow {
 	return r
 }
 
-// audit queues e, then waits for it while rows flow (see auditWriter).
-// When the writer is idle and rows flow, the caller writes the batch
-// itself: handing it to the writer goroutine and being woken back cost
-// two thread wake-ups (0.2-0.3 ms of a paced call on the 2-core VM).
-// A failed write is left to the writer goroutine, which retries.
+// audit queues e and wakes the writer goroutine; it does not wait for the
+// row (SPEC 5: audit rows never delay a reply). [auditWriter.awaitQueued],
+// at the start of the next call, keeps read-your-writes.
 func (w *auditWriter) audit(e AuditEntry) error {
-	settleBy := time.Now().Add(auditSettle)
-	if w.batchMu.TryLock() {
-		seq, err := w.enqueueQuiet(e)
-		if err == nil && w.isFlowing() {
-			// Only if the owner's write mutex is free: an append holding
-			// it must not hold up a reply.
-			_ = w.writeQueued(true)
-		}
-		w.batchMu.Unlock()
-		if err != nil {
-			return err
-		}
-		if w.pending() > 0 {
-			w.nudge()
-		}
-		return w.await(seq, settleBy)
+	_, err := w.enqueue(e)
+	return err
+}
+
+// awaitQueued waits, while rows flow and for at most auditSettle, until
+// every row queued before it is written.
+func (w *auditWriter) awaitQueued() {
+	w.qmu.Lock()
+	seq, done := w.queued, w.written >= w.queued || !w.flowing
+	w.qmu.Unlock()
+	if !done {
+		w.await(seq, time.Now().Add(auditSettle))
 	}
-	seq, err := w.enqueue(e)
-	if err != nil {
-		return err
-	}
-	return w.await(seq, settleBy)
 }
 
 // await waits for row seq while rows flow, until settleBy.
-func (w *auditWriter) await(seq uint64, settleBy time.Time) error {
+func (w *auditWriter) await(seq uint64, settleBy time.Time) {
 	t := time.NewTimer(time.Until(settleBy))
 	defer t.Stop()
 	w.qmu.Lock()
@@ -360,44 +351,19 @@ func (w *auditWriter) await(seq uint64, settleBy time.Time) error {
 		select {
 		case <-ch:
 		case <-t.C:
-			return nil
+			return
 		case <-w.done:
-			return nil
+			return
 		}
 		w.qmu.Lock()
 	}
 	w.qmu.Unlock()
-	return nil
 }
 
-// enqueue queues e and wakes the writer, and returns the row's sequence
-// number. The goroutine starts with the first row, so a store that is only
-// read (verify) never starts one.
+// enqueue queues e and wakes the writer goroutine (starting it with the
+// first row, so that a store that is only read, verify, never starts one),
+// and returns the row's sequence number.
 func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
-	seq, err := w.enqueueQuiet(e)
-	if err == nil {
-		w.nudge()
-	}
-	return seq, err
-}
-
-// nudge wakes the writer goroutine.
-func (w *auditWriter) nudge() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (w *auditWriter) isFlowing() bool {
-	w.qmu.Lock()
-	defer w.qmu.Unlock()
-	return w.flowing
-}
-
-// enqueueQuiet queues e without waking the writer goroutine (it starts
-// it with the first row).
-func (w *auditWriter) enqueueQuiet(e AuditEntry) (uint64, error) {
 	r := w.row(e)
 	w.qmu.Lock()
 	if w.closed {
@@ -419,6 +385,10 @@ func (w *auditWriter) enqueueQuiet(e AuditEntry) (uint64, error) {
 		go w.run()
 	}
 	w.qmu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default: // one pending wake-up is enough
+	}
 	return seq, nil
 }
 
@@ -463,11 +433,7 @@ func (w *auditWriter) running() bool {
 // run is the writer goroutine.
 func (w *auditWriter) run() {
 	defer close(w.done)
-	defer func() {
-		w.batchMu.Lock()
-		w.release()
-		w.batchMu.Unlock()
-	}()
+	defer w.release()
 	pause := 10 * time.Millisecond
 	var waitingSince, flushBy time.Time
 	stopping, warned := false, false
@@ -483,9 +449,7 @@ func (w *auditWriter) run() {
 			}
 			continue
 		}
-		w.batchMu.Lock()
-		err := w.writeQueued(false)
-		w.batchMu.Unlock()
+		err := w.writeQueued()
 		if err == nil {
 			left := w.pending()
 			if warned {
@@ -530,10 +494,8 @@ func (w *auditWriter) run() {
 }
 
 // writeQueued writes the oldest queued rows (at most auditBatchMax) in one
-// transaction and counts them written; nothing queued is no error. Call
-// with batchMu held. With try, it writes only if the owner's write mutex
-// is free at once (errOwnerBusy otherwise).
-func (w *auditWriter) writeQueued(try bool) error {
+// transaction and counts them written; nothing queued is no error.
+func (w *auditWriter) writeQueued() error {
 	w.qmu.Lock()
 	n := min(len(w.queue), auditBatchMax)
 	batch := w.queue[:n:n]
@@ -541,13 +503,7 @@ func (w *auditWriter) writeQueued(try bool) error {
 	if n == 0 {
 		return nil
 	}
-	if try {
-		if !w.mu.TryLock() {
-			return errOwnerBusy
-		}
-	} else {
-		w.mu.Lock()
-	}
+	w.mu.Lock()
 	err := w.write(batch)
 	w.mu.Unlock()
 	if err != nil {
@@ -578,7 +534,7 @@ func (w *auditWriter) pending() int {
 // write inserts rows in one transaction on the writer's own connection,
 // whose busy timeout is short: the retry loop, not SQLite's busy handler,
 // does the waiting, so shutdown is never stuck behind a lock.
-// Call with batchMu and the owner's write mutex held.
+// Call with the owner's write mutex held.
 func (w *auditWriter) write(rows []queuedRow) (err error) {
 	ctx := context.Background()
 	if w.conn == nil {
@@ -739,6 +695,15 @@ func MultiAuditor(auditors ...Auditor) Auditor {
 }
 
 type multiAuditor []Auditor
+
+// AwaitAudit runs AwaitAudit of each auditor that has one.
+func (m multiAuditor) AwaitAudit() {
+	for _, a := range m {
+		if w, ok := a.(interface{ AwaitAudit() }); ok {
+			w.AwaitAudit()
+		}
+	}
+}
 
 func (m multiAuditor) Audit(ctx context.Context, e AuditEntry) error {
 	var errs []error

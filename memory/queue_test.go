@@ -292,3 +292,54 @@ func TestAuditSyncsPerBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditNeverDelaysTheReply: Audit returns before its row is written
+// (SPEC 5), even with the row held up for as long as a test runs; the
+// next call's AwaitAudit waits for it while rows flow, and then the row
+// is readable.
+func TestAuditNeverDelaysTheReply(t *testing.T) {
+	old := auditSettle
+	auditSettle = time.Hour
+	t.Cleanup(func() { auditSettle = old })
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// This process's own writer (an append) holds the write mutex: the
+	// writer goroutine waits for it, and rows still flow.
+	s.writeMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.writeMu.Unlock()
+		}
+	}()
+	if err := s.Audit(ctx, entry(1)); err != nil { // under the old rule: an hour
+		t.Fatal(err)
+	}
+	if n := len(readAudit(t, rawDB(t, path))); n != 0 {
+		t.Fatalf("%d rows written while the write mutex is held", n)
+	}
+	awaited := make(chan struct{})
+	go func() {
+		s.AwaitAudit()
+		close(awaited)
+	}()
+	select {
+	case <-awaited:
+		t.Fatal("AwaitAudit returned while the row it waits for could not be written")
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.writeMu.Unlock()
+	locked = false
+	<-awaited
+	rows := readAudit(t, rawDB(t, path))
+	if len(rows) != 1 || rows[0].query.String != "SELECT 1" {
+		t.Fatalf("after AwaitAudit: %+v, want the row", rows)
+	}
+	// Nothing queued: AwaitAudit returns at once.
+	s.AwaitAudit()
+}

@@ -374,6 +374,12 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			reqCtx = ipc.WithTrace(reqCtx, tr)
 			defer s.tracer.end(tr, stdio)
 		}
+		// Replies do not wait for their audit rows; this call waits, if
+		// ever, for the rows of the calls answered before it, so that it
+		// reads them (an agent's query_errors right after a failure).
+		if a, ok := s.auditor.(interface{ AwaitAudit() }); ok {
+			a.AwaitAudit()
+		}
 		ctx, cancel := context.WithCancel(reqCtx)
 		defer cancel()
 		defer context.AfterFunc(s.shutdown, cancel)()
@@ -439,7 +445,8 @@ func (s *Server) result(bulk bulker, out outcome, err error, jsonTool bool) *mcp
 	return textResult(bulk, out.text)
 }
 
-// audit queues the call's row; it never waits for the database. The row
+// audit queues the call's row; it never waits for the database (the next
+// call waits for it, see handle). The row
 // is bounded (--audit-query-bytes), so no call can grow the log without
 // bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {

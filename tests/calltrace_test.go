@@ -44,7 +44,7 @@ var stepNames = []string{
 	"line read -> the read loop dispatches it",
 	"dispatched -> its goroutine runs",
 	"goroutine runs -> mcp-go calls the tool's handler",
-	"handler -> worker taken from the pool",
+	"handler (earlier audit rows written) -> worker taken",
 	"worker taken -> request handed off",
 	"handed off -> worker has read it (write + wake-up)",
 	"worker decodes the request",
@@ -56,7 +56,7 @@ var stepNames = []string{
 	"worker builds the response",
 	"worker writes -> front has read the answer (write + wake-up)",
 	"answer back -> handler queues the audit row",
-	"handler waits for its audit row",
+	"the audit row is queued (the reply does not wait for it)",
 	"handler returns -> its reply's write begins",
 	"reply's write begins -> client has read it",
 }

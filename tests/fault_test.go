@@ -123,6 +123,7 @@ func TestFaultWorkerKilledDuringWrites(t *testing.T) {
 	if got := s.ok("read_query", q("SELECT count(*) AS n FROM t")); !strings.HasPrefix(got, "n\n"+strconv.Itoa(len(present))+"\n") {
 		t.Errorf("count after the kills: %q, want %d rows", got, len(present))
 	}
+	s.audited(db)
 	if all, _ := auditRows(t, db); all < writes+1 {
 		t.Errorf("%d audit rows for %d calls", all, writes+1)
 	}

@@ -156,6 +156,7 @@ func (h *httpServer) connect(t testing.TB, agent string, modern bool, opts ...cl
 	}
 	s := &session{t: t, c: c, db: h.db, cmd: h.cmd}
 	s.guardLocks()
+	s.markAuditBase()
 	return s
 }
 

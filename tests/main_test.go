@@ -156,6 +156,26 @@ type session struct {
 	// calls counts the tool calls made through callResult; each writes one
 	// audit row.
 	calls atomic.Int64
+	// auditBase is how many audit rows db held when the session began.
+	auditBase int
+}
+
+// markAuditBase records the audit rows db holds now, before the session's
+// first call (see audited).
+// Read-only, and only a file that is there: it must change nothing.
+func (s *session) markAuditBase() {
+	if fi, err := os.Stat(s.db); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+s.db+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	var n int
+	if db.QueryRow(`SELECT count(*) FROM query_log`).Scan(&n) == nil {
+		s.auditBase = n
+	}
 }
 
 // start launches the server binary on db with extra flags and initializes
@@ -185,6 +205,7 @@ func startEnv(t testing.TB, db string, env []string, flags ...string) *session {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
+	s.markAuditBase()
 	return s
 }
 
@@ -217,12 +238,17 @@ func (s *session) callResult(tool string, args map[string]any) *mcp.CallToolResu
 }
 
 // audited waits until the audit log at path holds a row for every tool
-// call this session made. A reply waits for its own audit row for at most
-// 50 ms, so on a slow machine (or against a race-built server) a test that
-// reads query_log right after a call could miss the row.
+// call this session made (beyond the rows of the session's database when
+// it began). A reply does not wait for its audit row (SPEC 5; only the
+// server's next call does), so a test that reads query_log right after a
+// call could miss the row. With other sessions writing to the same file at
+// once, wait for the row's content instead.
 func (s *session) audited(path string) {
 	s.t.Helper()
 	want := s.calls.Load()
+	if path == s.db {
+		want += int64(s.auditBase)
+	}
 	all := 0
 	if !waitFor(10*time.Second, func() bool { all, _ = auditRows(s.t, path); return int64(all) >= want }) {
 		s.t.Fatalf("%d audit rows after %d tool calls", all, want)

@@ -386,6 +386,35 @@ func TestHeldWriteLockDelaysNoRead(t *testing.T) {
 	}
 }
 
+// TestNextCallReadsTheLastFailure: a reply does not wait for its audit
+// row (SPEC 5), yet an agent that reads query_errors in its very next call
+// finds the call that just failed: the server's next call waits for the
+// rows queued before it. Over stdio, and for an agent over HTTP reading
+// another's failure.
+func TestNextCallReadsTheLastFailure(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, failing, reading *session) {
+		for i := range 20 {
+			table := fmt.Sprintf("missing_%d", i)
+			failing.fails("read_query", q("SELECT * FROM "+table), "SQL_ERROR")
+			got := reading.ok("read_query", q("SELECT query FROM query_errors LIMIT 1"))
+			if !strings.Contains(got, table) {
+				t.Fatalf("call %d: the newest failure read right after it is %q, want the query on %s", i, got, table)
+			}
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		s := start(t, newDB(t))
+		check(t, s, s)
+	})
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		h := startHTTP(t, newDB(t), []string{"alice", "bob"})
+		check(t, h.connect(t, "alice", true), h.connect(t, "bob", false))
+	})
+}
+
 // TestAuditKeepsABoundedPrefix: a huge query is audited as a bounded
 // prefix with its length and sha256 in detail, and does not grow the file
 // by its size; a query too large for a worker is refused before one runs,

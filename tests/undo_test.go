@@ -128,11 +128,21 @@ func destroy(t *testing.T, s *session, sql string) (string, map[string]any) {
 		t.Fatalf("%s: %q names no snapshot", sql, text)
 	}
 	path := text[i+len("; snapshot: "):]
-	s.audited(s.db)
-	log := auditLog(t, s.db)
+	// The row is written after the reply, and an earlier server on the
+	// file may still be writing its own: wait for the row naming path.
 	var detail map[string]any
-	if err := json.Unmarshal([]byte(log[len(log)-1].detail), &detail); err != nil || detail["snapshot"] != path {
-		t.Fatalf("audit detail %q (%v) does not name %s", log[len(log)-1].detail, err, path)
+	if !waitFor(10*time.Second, func() bool {
+		log := auditLog(t, s.db)
+		for i := len(log) - 1; i >= 0; i-- {
+			var d map[string]any
+			if log[i].tool == "destructive_query" && json.Unmarshal([]byte(log[i].detail), &d) == nil && d["snapshot"] == path {
+				detail = d
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no destructive_query audit row names %s: %+v", path, auditLog(t, s.db))
 	}
 	return path, detail
 }
