@@ -230,8 +230,8 @@ var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged in
 // has failed, until one succeeds, it waits for nothing.
 //
 // Durability: in WAL mode a batch commits with synchronous=NORMAL, so that
-// its rows are readable (and their callers answer) without waiting for the
-// disk, and a goroutine of its own then syncs the WAL (see
+// its rows are readable (and the next call proceeds) without waiting for
+// the disk, and a goroutine of its own then syncs the WAL (see
 // rawsqlite.Conn.SyncWAL) while the next batch is written: at most one sync
 // per batch, never per row, and never on a reply's path. A power cut can
 // lose only the rows committed since the last sync (the rows of a
@@ -325,8 +325,7 @@ func (w *auditWriter) row(e AuditEntry) queuedRow {
 // row (SPEC 5: audit rows never delay a reply). [auditWriter.awaitQueued],
 // at the start of the next call, keeps read-your-writes.
 func (w *auditWriter) audit(e AuditEntry) error {
-	_, err := w.enqueue(e)
-	return err
+	return w.enqueue(e)
 }
 
 // awaitQueued waits, while rows flow and for at most auditSettle, until
@@ -361,25 +360,23 @@ func (w *auditWriter) await(seq uint64, settleBy time.Time) {
 }
 
 // enqueue queues e and wakes the writer goroutine (starting it with the
-// first row, so that a store that is only read, verify, never starts one),
-// and returns the row's sequence number.
-func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
+// first row, so that a store that is only read, verify, never starts one).
+func (w *auditWriter) enqueue(e AuditEntry) error {
 	r := w.row(e)
 	w.qmu.Lock()
 	if w.closed {
 		w.qmu.Unlock()
 		w.logLost("audit row arrived after the audit log was closed", []queuedRow{r})
-		return 0, ErrAuditClosed
+		return ErrAuditClosed
 	}
 	if w.bytes+r.size() > auditQueueMax && len(w.queue) > 0 {
 		w.qmu.Unlock()
 		w.logLost("audit row not queued: the rows waiting for the database fill the queue", []queuedRow{r})
-		return 0, nil
+		return nil
 	}
 	w.queue = append(w.queue, r)
 	w.bytes += r.size()
 	w.queued++
-	seq := w.queued
 	if !w.started {
 		w.started = true
 		go w.run()
@@ -389,7 +386,7 @@ func (w *auditWriter) enqueue(e AuditEntry) (uint64, error) {
 	case w.wake <- struct{}{}:
 	default: // one pending wake-up is enough
 	}
-	return seq, nil
+	return nil
 }
 
 // signal wakes everyone waiting on progress; call with qmu held.
