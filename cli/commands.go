@@ -16,8 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 

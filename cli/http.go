@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ui"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
 const tokenUsage = "Try: mcp-sqlite-memory token add NAME --auth-tokens FILE   (or token list, token revoke NAME)"

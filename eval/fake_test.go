@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 )
 
 // shopPath is a sample database shared by the tests (written in TestMain).

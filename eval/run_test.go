@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 )
 
 func TestRunAllScripted(t *testing.T) {

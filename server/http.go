@@ -22,7 +22,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
 // MCP over Streamable HTTP (SPEC 11). mcp-go's StreamableHTTPServer speaks

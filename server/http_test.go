@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/tokens"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
 func TestHostOnly(t *testing.T) {

@@ -38,7 +38,7 @@ var forbidden = []string{
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/cli",
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval",
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory",
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb",
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb",
 }
 
 // allowedModules are the only packages outside the standard library the

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 )
 
 // The sample-db subcommand boils down to this. (Compiled, not run: a write
