@@ -139,9 +139,8 @@ wait:
 		return nil, &RunError{Reason: RunCancelled, Phase: phase}
 	case res.memoryHigh && waitErr != nil:
 		// It said its memory was high, then died (a worker that wrote its
-		// answer exits 0).
-		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr), MemoryMB: req.Limits.MemoryMB}
-	case p.relay.sawOutOfMemory():
+		// answer exits 0). Its stderr is not read for this: a death
+		// without the alert is WORKER_FAILED, whatever the runtime said.
 		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr), MemoryMB: req.Limits.MemoryMB}
 	case errors.Is(res.err, errEmptyFrame):
 		return nil, &RunError{Reason: RunNoAnswer, Phase: phase, Exit: exitText(waitErr)}

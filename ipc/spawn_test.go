@@ -71,6 +71,10 @@ func helperWorker(mode string) int {
 		// The memory alert, then a death as the runtime's.
 		_ = WriteProgress(os.Stdout, Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20})
 		return 2
+	case "oomtext":
+		// The runtime's words without the alert: the front reads no text.
+		fmt.Fprintln(os.Stderr, "fatal error: runtime: out of memory")
+		return 2
 	case "oomanswer":
 		// The alert, then an answer: the answer counts.
 		_ = WriteProgress(os.Stdout, Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20})
@@ -140,6 +144,7 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 		{mode: "hang", wantReason: RunTimeout, wantCode: errcode.Timeout},
 		{mode: "crash", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 		{mode: "oom", wantReason: RunOutOfMemory, wantCode: errcode.ResourceLimit},
+		{mode: "oomtext", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 		{mode: "oomanswer", wantText: "fits"},
 		{mode: "oomsilent", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 		{mode: "garbage", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "invalid character"},
