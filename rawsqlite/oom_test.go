@@ -2,6 +2,7 @@ package rawsqlite
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -125,6 +126,30 @@ func TestMemoryHighMark(t *testing.T) {
 				_ = runAll(c, bomb)
 				if len(calls) != 1 {
 					t.Fatalf("hook called again: %v", calls)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAllocationWatch is the watch's cost on a statement of many
+// instructions (a million-row count), with a mark far above what it uses,
+// so that every check reads SQLite's memory in use: every 10,000
+// instructions as the worker checks, and every 100 to magnify a check.
+func BenchmarkAllocationWatch(b *testing.B) {
+	c, _ := openTemp(b)
+	defer SetMemoryHighMark(0, nil)
+	const count = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT count(*) FROM c"
+	for _, every := range []int{10000, 100} {
+		b.Run(fmt.Sprintf("every=%d", every), func(b *testing.B) {
+			if err := c.StopOnAllocationFailure(every); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				ResetAllocationWatch()
+				SetMemoryHighMark(1<<40, func(int64) { b.Fatal("mark reached") })
+				if err := runAll(c, count); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
