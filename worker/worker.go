@@ -195,9 +195,9 @@ func armMemoryAlert(req *ipc.Request, progress *reporter) {
 
 // alertMark is the memory alert's mark for a budget of so many bytes: a
 // sixteenth of it, far below the heap limit, since SQLite counts what it
-// asked for and the address space is what runs out. A buffer that doubles
-// maps the old and the new copy at once, rounded to pages, beside the
-// runtime's reservations: the OS limit refused the accumulator bombs
+// holds and the address space is what runs out. A growing buffer is
+// copied (modernc's realloc is malloc, copy, free), so its old and new
+// blocks are mapped at once: the OS limit refused the accumulator bombs
 // (tests/membomb_test.go) when SQLite counted 7-24 % of a 128 or 256 MiB
 // budget, and the runtime's own allocation can be refused there too. A
 // low mark costs nothing: the alert only names the cause of a death.
