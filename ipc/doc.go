@@ -25,6 +25,10 @@
 // worker to run it) is a [*RunError]: the reason, the phase and the budget
 // that ran out, with the errcode code of the reason. The package says what
 // happened; the server words it for the agent (flag names included).
+// Out of memory is a code too: a worker whose SQLite memory neared its
+// limit writes the memory alert ([PhaseMemoryHigh]) first, and one that
+// dies without an answer after it is [RunOutOfMemory]; what it printed
+// on stderr is logged, never read.
 //
 // # Process handling
 //

@@ -42,6 +42,16 @@ func progressWorker(mode string, req *Request) int {
 		frame(PhaseSnapshot, 0, 100)
 		frame(PhaseStatement, 0, 0)
 		time.Sleep(time.Hour)
+	case "progress-memory":
+		// The memory alert among progress frames.
+		frame(PhaseSearch, 10, 30)
+		frame(PhaseMemoryHigh, 48<<20, 128<<20)
+		frame(PhaseSearch, 20, 30)
+		answer()
+	case "snapshot-memory-hang":
+		frame(PhaseSnapshot, 0, 100)
+		frame(PhaseMemoryHigh, 48<<20, 128<<20)
+		time.Sleep(time.Hour)
 	case "progress-with-fields":
 		fmt.Fprintf(os.Stdout, `{"v":%d,"ok":true,"progress":{"phase":"search","done":1}}`+"\n", Version)
 		answer()
@@ -82,6 +92,14 @@ func TestSpawnerProgress(t *testing.T) {
 			wantReason: RunTimeout, wantPhase: PhaseStatement, wantBudget: 300 * time.Millisecond},
 		{name: "unasked snapshot frame buys no time", mode: "snapshot-hang", timeoutMS: 300,
 			wantReason: RunTimeout, wantPhase: PhaseStatement, wantBudget: 300 * time.Millisecond},
+		// The alert is the front's to keep: no callback sees it.
+		{name: "memory alert reaches no callback", mode: "progress-memory", timeoutMS: 20_000, wantText: "done",
+			wantFrames: []Progress{{PhaseSearch, 10, 30}, {PhaseSearch, 20, 30}}},
+		// Nor does it move the kill timer: the snapshot's budget runs on,
+		// and a worker killed at it timed out.
+		{name: "memory alert moves no kill timer", mode: "snapshot-memory-hang", timeoutMS: 20_000,
+			snapshot: &Snapshot{Dir: "d", Stem: "x", Keep: 1, TimeoutMS: 300}, wantReason: RunTimeout, wantPhase: PhaseSnapshot, wantBudget: 300 * time.Millisecond,
+			wantFrames: []Progress{{PhaseSnapshot, 0, 100}}},
 		{name: "progress frame with response fields", mode: "progress-with-fields", timeoutMS: 20_000,
 			wantReason: RunBadAnswer, wantPhase: PhaseStatement, wantErr: "progress frame with response fields"},
 		{name: "huge progress frame", mode: "progress-huge", timeoutMS: 20_000,
@@ -175,6 +193,7 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte(fmt.Sprintf(`{"v":%d,"progress":{"phase":"snapshot","done":0,"total":10}}`+"\n"+`{"v":%d,"ok":false,"code":"TIMEOUT","message":"m"}`+"\n", v, v)))
 	f.Add([]byte(fmt.Sprintf(`{"v":%d,"ok":true,"text_bytes":2,"text_is_json":true,"detail":{"a":[1]}}`+"\n{}", v)))
 	f.Add([]byte(fmt.Sprintf(`{"v":%d,"progress":null,"ok":true}`+"\n", v)))
+	f.Add([]byte(fmt.Sprintf(`{"v":%d,"progress":{"phase":"memory_high","done":50331648,"total":134217728}}`+"\n"+`{"v":%d,"ok":true}`+"\n", v, v)))
 	f.Add([]byte("{\"v\":2,\"progress\":{}}\n\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		resp, err := ReadResponseProgress(bytes.NewReader(data), func(p Progress) {

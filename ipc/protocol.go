@@ -21,7 +21,11 @@ import (
 // with a version-1 response and writes no progress frames.
 //
 // Version 3 added the dry run: Request.Preview and Response.Preview.
-const Version = 3
+//
+// Version 4 added the memory alert, a progress frame of PhaseMemoryHigh,
+// which is no progress: a front that did not know it would pass it on to
+// its client. A worker writes it only to a version-4 request.
+const Version = 4
 
 // MinVersion is the oldest request version a worker accepts.
 const MinVersion = 1
@@ -344,12 +348,21 @@ const (
 	PhaseStatement Phase = "statement"
 	// PhaseSearch: search_text is matching (Done of Total candidate rows).
 	PhaseSearch Phase = "search"
+	// PhaseMemoryHigh is the memory alert, not progress: SQLite's memory
+	// in use (Done bytes) reached the worker's mark (a sixteenth of its
+	// budget, Total bytes), or a statement met the heap limit; at most
+	// one per request. A worker that then dies without an answer ran out of
+	// memory (RunOutOfMemory): the reason comes as this code, since the
+	// runtime's dying words on stderr are no protocol. The front passes
+	// it to no progress callback, and it moves no kill timer.
+	PhaseMemoryHigh Phase = "memory_high"
 )
 
 // Progress is an interim frame. A worker answering a version-2 request may
 // write any number of them before its response header, one JSON line each:
 // {"v":2,"progress":{"phase":"snapshot","done":120,"total":4000}}.
-// A line with a "progress" member is never the header.
+// A line with a "progress" member is never the header. One of them may be
+// the memory alert (PhaseMemoryHigh), to a version-4 request.
 type Progress struct {
 	Phase Phase `json:"phase"`
 	Done  int64 `json:"done"`

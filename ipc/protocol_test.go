@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -33,5 +34,40 @@ func TestResponsePayloadRoundTrip(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, r)
 		}
+	}
+}
+
+// TestMemoryAlertFrame: the memory alert crosses as a progress frame of
+// its own phase, with its counts, ahead of the response; a bad one is
+// refused as any bad progress frame is.
+func TestMemoryAlertFrame(t *testing.T) {
+	alert := Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20}
+	var buf strings.Builder
+	if err := WriteProgress(&buf, alert); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`{"v":%d,"progress":{"phase":"memory_high","done":50331648,"total":134217728}}`+"\n", Version); buf.String() != want {
+		t.Fatalf("frame %q, want %q", buf.String(), want)
+	}
+	var got []Progress
+	resp, err := ReadResponseProgress(strings.NewReader(buf.String()+fmt.Sprintf(`{"v":%d,"ok":false,"code":"WORKER_FAILED","message":"m"}`+"\n", Version)), func(p Progress) { got = append(got, p) })
+	if err != nil || resp.Code != "WORKER_FAILED" || len(got) != 1 || got[0] != alert {
+		t.Fatalf("got %+v, %v, frames %+v", resp, err, got)
+	}
+
+	v := Version
+	for _, tt := range []struct{ name, in, wantErr string }{
+		{"older version", `{"v":3,"progress":{"phase":"memory_high","done":1,"total":2}}`, "progress frame of protocol version 3"},
+		{"negative count", fmt.Sprintf(`{"v":%d,"progress":{"phase":"memory_high","done":-1,"total":2}}`, v), "negative"},
+		{"response fields", fmt.Sprintf(`{"v":%d,"code":"RESOURCE_LIMIT","progress":{"phase":"memory_high","done":1,"total":2}}`, v), "response fields"},
+		{"unknown field", fmt.Sprintf(`{"v":%d,"progress":{"phase":"memory_high","done":1,"total":2,"budget":3}}`, v), "unknown field"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			_, err := ReadResponseProgress(strings.NewReader(tt.in+"\n"+fmt.Sprintf(`{"v":%d,"ok":true}`+"\n", v)), func(Progress) { n++ })
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || n != 0 {
+				t.Fatalf("error %v after %d frames, want %q before any", err, n, tt.wantErr)
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -13,15 +12,13 @@ import (
 // maxLogLine bounds one stderr line; longer lines are cut, not buffered.
 const maxLogLine = 64 << 10
 
-// stderrRelay re-logs a worker's hclog JSON lines under the front's logger
-// and remembers the tail of anything else (a Go runtime crash), so that the
-// front can tell an out-of-memory death from another crash.
+// stderrRelay re-logs a worker's hclog JSON lines under the front's logger,
+// and anything else (a Go runtime crash) as a warning. What a worker says
+// there classifies nothing: an out-of-memory death is told by the
+// worker's memory alert (PhaseMemoryHigh) on stdout.
 type stderrRelay struct {
 	log  hclog.Logger
 	done chan struct{}
-
-	mu   sync.Mutex
-	tail []byte
 }
 
 func newStderrRelay(r io.Reader, log hclog.Logger) *stderrRelay {
@@ -79,23 +76,6 @@ func (rl *stderrRelay) handle(line []byte) {
 		return
 	}
 	rl.log.Warn("worker stderr", "line", string(line))
-	rl.mu.Lock()
-	rl.tail = append(rl.tail, line...)
-	rl.tail = append(rl.tail, '\n')
-	if over := len(rl.tail) - 16<<10; over > 0 {
-		rl.tail = append(rl.tail[:0], rl.tail[over:]...)
-	}
-	rl.mu.Unlock()
-}
-
-// sawOutOfMemory reports whether the worker's crash output names memory
-// exhaustion (the Go runtime's "out of memory" under RLIMIT_AS or a Job
-// Object limit). Call after done is closed.
-func (rl *stderrRelay) sawOutOfMemory() bool {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	return bytes.Contains(rl.tail, []byte("out of memory")) ||
-		bytes.Contains(rl.tail, []byte("cannot allocate memory"))
 }
 
 func stringOf(v any) string {

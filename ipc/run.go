@@ -15,6 +15,8 @@ import (
 type readResult struct {
 	resp *Response
 	err  error
+	// memoryHigh: the worker sent its memory alert (PhaseMemoryHigh).
+	memoryHigh bool
 }
 
 // budgets are the kill deadlines of one request: the statement's timeout,
@@ -50,7 +52,13 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 	trace := TraceFrom(ctx)
 	go func() {
 		var phase Phase
+		var memoryHigh bool
 		resp, err := ReadResponseProgress(p.stdout, func(pr Progress) {
+			if pr.Phase == PhaseMemoryHigh {
+				// Kept to classify a death; no client hears of it.
+				memoryHigh = true
+				return
+			}
 			switch {
 			case pr.Phase == PhaseSnapshot && phase == "" && b.snapshot > 0,
 				pr.Phase == PhaseStatement && phase == PhaseSnapshot:
@@ -64,7 +72,7 @@ func (p *process) run(ctx context.Context, req *Request, onProgress func(Progres
 		if trace != nil && resp != nil {
 			trace.Back, trace.Worker = now(), resp.Trace
 		}
-		answered <- readResult{resp, err}
+		answered <- readResult{resp, err, memoryHigh}
 		// Drain what is left so that a chatty worker cannot block on a full
 		// pipe before it exits.
 		_, _ = io.Copy(io.Discard, p.stdout)
@@ -129,7 +137,10 @@ wait:
 		return nil, &RunError{Reason: RunTimeout, Phase: phase, Budget: budget}
 	case killed == RunCancelled:
 		return nil, &RunError{Reason: RunCancelled, Phase: phase}
-	case p.relay.sawOutOfMemory():
+	case res.memoryHigh && waitErr != nil:
+		// It said its memory was high, then died (a worker that wrote its
+		// answer exits 0). Its stderr is not read for this: a death
+		// without the alert is WORKER_FAILED, whatever the runtime said.
 		return nil, &RunError{Reason: RunOutOfMemory, Phase: phase, Exit: exitText(waitErr), MemoryMB: req.Limits.MemoryMB}
 	case errors.Is(res.err, errEmptyFrame):
 		return nil, &RunError{Reason: RunNoAnswer, Phase: phase, Exit: exitText(waitErr)}

@@ -20,8 +20,8 @@ const (
 	// a worker (Phase is PhaseWaiting) or while one ran it (the worker was
 	// killed). CANCELLED.
 	RunCancelled
-	// RunOutOfMemory: the worker died saying it ran out of memory.
-	// RESOURCE_LIMIT.
+	// RunOutOfMemory: the worker died without an answer after its
+	// memory alert (PhaseMemoryHigh). RESOURCE_LIMIT.
 	RunOutOfMemory
 	// RunNoAnswer: the worker exited (Exit) without writing an answer.
 	// WORKER_FAILED.

@@ -169,7 +169,8 @@ func (s *Spawner) Run(ctx context.Context, req *Request) (*Response, error) {
 
 // RunWithProgress is Run that passes each progress frame of the worker to
 // onProgress (if not nil), in order, on a goroutine of its own; all calls
-// are done before it returns.
+// are done before it returns. The memory alert (PhaseMemoryHigh) is kept
+// for the RunError and never passed on.
 func (s *Spawner) RunWithProgress(ctx context.Context, req *Request, onProgress func(Progress)) (*Response, error) {
 	req.Version = Version
 	if err := checkRequestSize(req); err != nil {

@@ -68,8 +68,22 @@ func helperWorker(mode string) int {
 		fmt.Fprintln(os.Stderr, "panic: something broke")
 		return 2
 	case "oom":
+		// The memory alert, then a death as the runtime's.
+		_ = WriteProgress(os.Stdout, Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20})
+		return 2
+	case "oomtext":
+		// The runtime's words without the alert: the front reads no text.
 		fmt.Fprintln(os.Stderr, "fatal error: runtime: out of memory")
 		return 2
+	case "oomanswer":
+		// The alert, then an answer: the answer counts.
+		_ = WriteProgress(os.Stdout, Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, OK: true, Text: "fits"})
+	case "oomsilent":
+		// The alert, then an exit 0 without an answer: no death of
+		// memory exhaustion, which the runtime ends with status 2.
+		_ = WriteProgress(os.Stdout, Progress{Phase: PhaseMemoryHigh, Done: 48 << 20, Total: 128 << 20})
+		return 0
 	case "garbage":
 		fmt.Fprint(os.Stdout, "this is not json\x00\x01")
 	case "huge":
@@ -130,6 +144,9 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 		{mode: "hang", wantReason: RunTimeout, wantCode: errcode.Timeout},
 		{mode: "crash", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 		{mode: "oom", wantReason: RunOutOfMemory, wantCode: errcode.ResourceLimit},
+		{mode: "oomtext", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
+		{mode: "oomanswer", wantText: "fits"},
+		{mode: "oomsilent", wantReason: RunNoAnswer, wantCode: errcode.WorkerFailed},
 		{mode: "garbage", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "invalid character"},
 		{mode: "huge", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "larger than"},
 		{mode: "hugeheader", wantReason: RunBadAnswer, wantCode: errcode.WorkerFailed, wantErr: "larger than"},
@@ -150,7 +167,7 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 					if tt.mode == "hang" {
 						timeout = 300
 					}
-					resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: timeout}})
+					resp, err := s.Run(context.Background(), &Request{Op: OpQuery, DB: "x.db", SQL: "SELECT 1", Limits: Limits{TimeoutMS: timeout, MemoryMB: 128}})
 					if tt.wantReason == 0 {
 						if err != nil || !resp.OK || resp.Text != tt.wantText {
 							t.Fatalf("got %+v, %v, want ok %q", resp, err, tt.wantText)
@@ -164,8 +181,11 @@ func TestSpawnerMisbehavingWorkers(t *testing.T) {
 					if tt.wantErr != "" && (re.Err == nil || !strings.Contains(re.Err.Error(), tt.wantErr)) {
 						t.Fatalf("Err %v, want one containing %q", re.Err, tt.wantErr)
 					}
-					if (tt.wantReason == RunNoAnswer || tt.wantReason == RunBadAnswer) && re.Exit == "" {
+					if (tt.wantReason == RunNoAnswer || tt.wantReason == RunBadAnswer || tt.wantReason == RunOutOfMemory) && re.Exit == "" {
 						t.Fatalf("no exit status in %v", re)
+					}
+					if tt.wantReason == RunOutOfMemory && re.MemoryMB != 128 {
+						t.Fatalf("MemoryMB %d, want the request's 128", re.MemoryMB)
 					}
 				}
 			})

@@ -96,6 +96,7 @@ func ResetAllocationWatch() {
 	})
 	served.Store(0)
 	stopped.Store(false)
+	markFired.Store(false)
 }
 
 // AllocationFailed reports whether SQLite asked for memory the allocator
@@ -144,9 +145,56 @@ func (c *Conn) StopOnAllocationFailure(n int) error {
 func stopIfAllocationFailed(tls *libc.TLS, _ uintptr) int32 {
 	if allocationFailed(tls) {
 		stopped.Store(true)
+		checkHighMark(tls, true)
 		return 1
 	}
+	checkHighMark(tls, false)
 	return 0
+}
+
+// The high mark lets a worker say that its memory is running out while it
+// still can: a process that dies of it outside SQLite (the Go runtime's
+// allocation refused under the OS limit) says nothing a front should have
+// to parse.
+type highMark struct {
+	bytes  int64
+	onHigh func(used int64)
+}
+
+var (
+	mark      atomic.Pointer[highMark]
+	markFired atomic.Bool
+)
+
+// SetMemoryHighMark makes the allocation watch call onHigh, once until the
+// next [ResetAllocationWatch] or SetMemoryHighMark, with SQLite's memory
+// in use ([MemoryUsed]) when that reaches bytes at one of its checks
+// ([Conn.StopOnAllocationFailure]), or as soon as a statement meets the
+// heap limit there: the watch stops it, or Step reports [ResultNoMem].
+// The mark is process wide, as the heap limit is. onHigh runs inside Step,
+// on its goroutine, and must not use the connection. bytes <= 0 or a nil
+// onHigh removes the mark.
+func SetMemoryHighMark(bytes int64, onHigh func(used int64)) {
+	if bytes <= 0 || onHigh == nil {
+		mark.Store(nil)
+	} else {
+		mark.Store(&highMark{bytes, onHigh})
+	}
+	markFired.Store(false)
+}
+
+// checkHighMark calls the mark's onHigh once SQLite's memory in use
+// reaches it, or at once when atLimit. Once it has fired, or without a
+// mark, it costs two atomic loads.
+func checkHighMark(tls *libc.TLS, atLimit bool) {
+	m := mark.Load()
+	if m == nil || markFired.Load() {
+		return
+	}
+	used := sqlite3.Xsqlite3_memory_used(tls)
+	if (atLimit || used >= m.bytes) && markFired.CompareAndSwap(false, true) {
+		m.onHigh(used)
+	}
 }
 
 // ErrStoppedAtHeapLimit is Step's error for a statement that

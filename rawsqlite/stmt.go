@@ -33,6 +33,10 @@ func (s *Stmt) Step() (row bool, err error) {
 		if s.c.oomStop && stopped.Load() {
 			return false, ErrStoppedAtHeapLimit
 		}
+		if s.c.oomStop && rc == sqlite3.SQLITE_NOMEM {
+			// Met the heap limit between two of the watch's checks.
+			checkHighMark(s.c.tls, true)
+		}
 		return false, s.c.errorFor(rc)
 	default:
 		return false, s.c.errorFor(rc)

@@ -49,8 +49,9 @@ func TestMemoryBombsStopAtTheLimit(t *testing.T) {
 		text := s.fails("read_query", q(b.sql), "RESOURCE_LIMIT")
 		// Stopped at the limit (by the worker's allocation watch, or, on
 		// a loaded machine where the runtime's own allocation is refused
-		// first, by the worker's death at it), not at the end of an input
-		// that has none nor by an interrupt at the timeout.
+		// first, by the worker's death at it, after its memory alert),
+		// not at the end of an input that has none nor by an interrupt
+		// at the timeout.
 		wants := []string{"out of memory", "128 MiB, --worker-memory-mb", "narrow the query"}
 		for _, want := range wants {
 			if !strings.Contains(text, want) {

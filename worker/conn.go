@@ -173,6 +173,8 @@ func modeOf(req *ipc.Request) string {
 }
 
 func (ex *executor) close() {
+	// The memory alert writes to this request's response stream.
+	rawsqlite.SetMemoryHighMark(0, nil)
 	_ = ex.conn.Close()
 }
 

@@ -97,6 +97,10 @@ func applyLimits(req *ipc.Request, frontPID int, log hclog.Logger) error {
 // (a status read) costs under 0.1 % of the run.
 const oomCheckEvery = 10000
 
+// heapLimit is SQLite's hard heap limit for a budget of so many bytes:
+// below it, so that the Go runtime has room left when SQLite stops.
+func heapLimit(budget int64) int64 { return budget * 3 / 4 }
+
 // applyMemoryLimit caps the worker at mb MiB: the OS limit of the platform,
 // then SQLite's own hard heap limit below it, so that a memory bomb usually
 // meets SQLite's clean "out of memory" before the OS limit. An allocation
@@ -109,7 +113,7 @@ func applyMemoryLimit(mb int, log hclog.Logger) error {
 	if err := applyOSMemoryLimit(mb, log); err != nil {
 		return err
 	}
-	rawsqlite.SetHardHeapLimit(int64(mb) << 20 * 3 / 4)
+	rawsqlite.SetHardHeapLimit(heapLimit(int64(mb) << 20))
 	// A worker lives for one statement: collecting garbage before its heap
 	// nears the budget is wasted work (GC was 40% of a 100k-row export).
 	// SQLite's memory is not Go heap, so half the budget.

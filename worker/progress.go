@@ -36,3 +36,12 @@ func (r *reporter) report(p ipc.Progress, force bool) {
 	// A front that stopped reading is about to kill this worker anyway.
 	_ = ipc.WriteProgress(r.w, p)
 }
+
+// memoryHigh writes the memory alert (ipc.PhaseMemoryHigh) at once. It is
+// no progress, so the rate limit neither holds it back nor counts it.
+func (r *reporter) memoryHigh(used, budget int64) {
+	if r == nil || r.w == nil {
+		return
+	}
+	_ = ipc.WriteProgress(r.w, ipc.Progress{Phase: ipc.PhaseMemoryHigh, Done: used, Total: budget})
+}

@@ -140,6 +140,7 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	ex.progress = &reporter{w: progress}
 	// What the standby phase allocated is no failure of this request's.
 	rawsqlite.ResetAllocationWatch()
+	armMemoryAlert(req, ex.progress)
 
 	if req.Limits.TimeoutMS > 0 {
 		// SQLite drops an interrupt that arrives between statements, so the
@@ -176,6 +177,31 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	resp.OK = true
 	return resp, release
 }
+
+// armMemoryAlert has the allocation watch write the memory alert
+// (ipc.PhaseMemoryHigh) when SQLite's memory in use reaches alertMark, or
+// a statement meets the heap limit. A worker that dies of memory
+// exhaustion after it (the Go runtime's allocation refused under the OS
+// limit) is then RESOURCE_LIMIT at the front, by that frame. Only a
+// version-4 request with a budget; any other removes a mark left before.
+func armMemoryAlert(req *ipc.Request, progress *reporter) {
+	budget := int64(req.Limits.MemoryMB) << 20
+	if req.Version < 4 || budget <= 0 {
+		rawsqlite.SetMemoryHighMark(0, nil)
+		return
+	}
+	rawsqlite.SetMemoryHighMark(alertMark(budget), func(used int64) { progress.memoryHigh(used, budget) })
+}
+
+// alertMark is the memory alert's mark for a budget of so many bytes: a
+// sixteenth of it, far below the heap limit, since SQLite counts what it
+// holds and the address space is what runs out. A growing buffer is
+// copied (modernc's realloc is malloc, copy, free), so its old and new
+// blocks are mapped at once: the OS limit refused the accumulator bombs
+// (tests/membomb_test.go) when SQLite counted 7-24 % of a 128 or 256 MiB
+// budget, and the runtime's own allocation can be refused there too. A
+// low mark costs nothing: the alert only names the cause of a death.
+func alertMark(budget int64) int64 { return budget / 16 }
 
 // classify turns a SQLite error into the agent's error code.
 func (ex *executor) classify(err error) error {
