@@ -102,6 +102,9 @@ func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
 			t.Fatalf("row %d is %q, want %q: rows out of call order", i, r.query.String, want)
 		}
 	}
+	// FlushAudit returns when the rows are written, which is before the
+	// writer logs its recovery; once the writer has ended, its lines are in.
+	s.audit.close()
 	if n := logs.count("audit rows are waiting"); n != 1 {
 		t.Errorf("%d waiting lines, want one per episode:\n%s", n, logs.buf.String())
 	}
