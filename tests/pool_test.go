@@ -145,7 +145,13 @@ func TestPoolServesBurst(t *testing.T) {
 	s.ok("write_query", q("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"))
 	s.ok("write_query", q("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')"))
 	// The pool refills after those calls: wait for four ready standbys
-	// beyond the ones they used.
+	// beyond the ones they used. Count the used ones only once both calls'
+	// lines are in: the log comes through a pipe and may trail the answers
+	// (beside two CPU burners the INSERT's line came late, its standby was
+	// counted as free, and the burst found three).
+	mustWaitFor(t, "the log lines of the two calls", func() bool {
+		return logs.count("call served by a standby worker")+logs.count("call started its own worker") >= 2
+	})
 	used := logs.count("call served by a standby worker")
 	mustWaitFor(t, "four ready standbys", func() bool {
 		return logs.count("standby worker ready") >= 4+used
