@@ -325,11 +325,19 @@ func TestProgressNotifications(t *testing.T) {
 		p, _ := n["progress"].(float64)
 		total, _ := n["total"].(float64)
 		msg, _ := n["message"].(string)
-		if p <= last || total != 3 || !strings.HasPrefix(msg, "read_query running for ") {
+		if p <= last || !progressTotalOK(p, total, 3) || !strings.HasPrefix(msg, "read_query running for ") {
 			t.Fatalf("notification %v after progress %v: want increasing elapsed seconds of total 3", n, last)
 		}
 		last = p
 	}
+}
+
+// progressTotalOK: a notification's total is the call's timeout, except
+// for a tick that comes after it while the stopped worker is still being
+// reaped (beside CPU burners, 0.3 s late): then the call ends at the
+// latest now, and total equals progress.
+func progressTotalOK(progress, total, timeout float64) bool {
+	return total == timeout || (progress >= timeout && total == progress)
 }
 
 // TestHeldWriteLockDelaysNoRead: while another process holds BEGIN
