@@ -167,7 +167,7 @@ func ReadRecord(path string) (Record, error) {
 func readInfo(c *rawsqlite.Conn) (Record, error) {
 	var r Record
 	found := false
-	err := each(c, "SELECT format, taken, statement, reason, tables, rows FROM undo_info", func(st *rawsqlite.Stmt) error {
+	err := c.Each("SELECT format, taken, statement, reason, tables, rows FROM undo_info", func(st *rawsqlite.Stmt) error {
 		found = true
 		r = Record{Format: st.ColumnInt64(0), Taken: st.ColumnText(1), Statement: st.ColumnText(2), Reason: st.ColumnText(3), Tables: st.ColumnText(4), Rows: st.ColumnInt64(5)}
 		return nil
@@ -403,7 +403,7 @@ func applyRows(db *rawsqlite.Conn, g *guard, cs []byte, names map[string][]strin
 // own tables.
 func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
 	var cs []byte
-	err := each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
+	err := rec.Each("SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
 		if t := st.ColumnType(0); t != rawsqlite.TypeBlob && t != rawsqlite.TypeNull {
 			return hostile("undo_changeset holds a value that is not a changeset")
 		}
@@ -414,7 +414,7 @@ func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
 		return nil, nil, hostileRead(err)
 	}
 	var steps []step
-	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
+	err = rec.Each("SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
 		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
 		if st.ColumnType(7) == rawsqlite.TypeInteger {
 			s.seq, s.hasSeq = st.ColumnInt64(7), true
@@ -576,7 +576,7 @@ func targetTables(db *rawsqlite.Conn, order []string, shapes map[string]int) (ma
 	for _, t := range order {
 		n := shapes[t]
 		kind := ""
-		if err := each(db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
+		if err := db.Each("SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
 			kind = st.ColumnText(0)
 			return nil
 		}, t); err != nil {

@@ -39,7 +39,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 	t.Helper()
 	var b strings.Builder
 	var tables []string
-	err := each(c, "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name", func(st *rawsqlite.Stmt) error {
+	err := c.Each("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name", func(st *rawsqlite.Stmt) error {
 		fmt.Fprintf(&b, "%s %s %s\n", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2))
 		if st.ColumnText(0) == "table" && !isVirtual(st.ColumnText(2)) {
 			tables = append(tables, st.ColumnText(1))
@@ -54,7 +54,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 			continue // FTS5 shadow tables: their pages, not the agent's rows
 		}
 		var rows []string
-		err := each(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
+		err := c.Each("SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
 			var r strings.Builder
 			for i := range st.ColumnCount() {
 				switch st.ColumnType(i) {
@@ -90,7 +90,7 @@ func sortStrings(s []string) {
 func sequences(t *testing.T, c *rawsqlite.Conn) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	if err := each(c, "SELECT name, seq FROM sqlite_sequence", func(st *rawsqlite.Stmt) error {
+	if err := c.Each("SELECT name, seq FROM sqlite_sequence", func(st *rawsqlite.Stmt) error {
 		out[st.ColumnText(0)] = st.ColumnInt64(1)
 		return nil
 	}); err != nil {
