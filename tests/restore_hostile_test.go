@@ -157,14 +157,7 @@ func TestRestoreRefusesShadowChangeset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := c.Prepare("UPDATE undo_changeset SET data = ?1")
-	if err == nil {
-		err = st.BindBlob(1, cs)
-	}
-	if err == nil {
-		_, err = st.Step()
-		st.Finalize()
-	}
+	err = c.Each("UPDATE undo_changeset SET data = ?1", nil, cs)
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
