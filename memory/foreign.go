@@ -111,35 +111,85 @@ func checkForeign(path string) error {
 	return nil
 }
 
+// foreignObjects runs the check in three steps: the catalogue's own
+// findings (views and indexes, and which triggers to judge), the
+// triggers' bodies traced through compiled statements, and the findings
+// sorted for a person.
 func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 	rows, err := c.Schema()
 	if err != nil {
 		return nil, err
 	}
-
-	why := make(map[string]map[string]bool) // "type\x00name" -> reasons
-	types := make(map[string]string)        // folded trigger name -> its row's name
-	add := func(typ, name, reason string) {
-		k := typ + "\x00" + name
-		if why[k] == nil {
-			why[k] = make(map[string]bool)
+	found := findings{}
+	triggers, err := catalogueFindings(c, rows, found)
+	if err != nil {
+		return nil, err
+	}
+	if len(triggers) > 0 {
+		if err := traceTriggers(c, rows, triggers, found); err != nil {
+			return nil, err
 		}
-		why[k][reason] = true
 	}
-	own := func(r masterRow) bool {
-		want, ok := ownObjects[rawsqlite.FoldName(r.Name)]
-		return ok && r.SQL == want
+	return found.list(), nil
+}
+
+// findings maps "type\x00name" of each foreign object to the reasons it
+// is foreign.
+type findings map[string]map[string]bool
+
+func (f findings) add(typ, name, reason string) {
+	k := typ + "\x00" + name
+	if f[k] == nil {
+		f[k] = make(map[string]bool)
 	}
+	f[k][reason] = true
+}
+
+// list is the findings as ForeignObjects, triggers first, then by name,
+// each with its reasons sorted and joined; nil when there are none.
+func (f findings) list() []ForeignObject {
+	var out []ForeignObject
+	for k, reasons := range f {
+		typ, name, _ := strings.Cut(k, "\x00")
+		list := make([]string, 0, len(reasons))
+		for r := range reasons {
+			list = append(list, r)
+		}
+		sort.Strings(list)
+		out = append(out, ForeignObject{Type: typ, Name: name, Why: strings.Join(list, ", ")})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type > out[j].Type // triggers first
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// ownObject reports whether r is one of the server's own objects: its
+// name and exactly the SQL the server creates it with.
+func ownObject(r masterRow) bool {
+	want, ok := ownObjects[rawsqlite.FoldName(r.Name)]
+	return ok && r.SQL == want
+}
+
+// catalogueFindings judges what the catalogue alone tells: a view holding
+// a server name that is not the server's, and an index on a server table
+// that the server did not create. It returns the triggers that are not
+// the server's own, by folded name, for traceTriggers to judge.
+func catalogueFindings(c *rawsqlite.Conn, rows []masterRow, found findings) (map[string]string, error) {
+	triggers := make(map[string]string) // folded trigger name -> its row's name
 	for _, r := range rows {
 		server := policy.IsProtected(r.Name)
 		switch r.Type {
 		case "trigger":
-			if !own(r) {
-				types[rawsqlite.FoldName(r.Name)] = r.Name
+			if !ownObject(r) {
+				triggers[rawsqlite.FoldName(r.Name)] = r.Name
 			}
 		case "view":
-			if server && !own(r) {
-				add("view", r.Name, "holds the name of a server object")
+			if server && !ownObject(r) {
+				found.add("view", r.Name, "holds the name of a server object")
 			}
 		case "table":
 			// A server name held by a table of another shape is
@@ -155,41 +205,44 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 				return nil, err
 			}
 			for _, name := range idx {
-				if sql, ok := sqlOf(rows, "index", name); !ok || !own(masterRow{Type: "index", Name: name, Table: r.Name, SQL: sql}) {
-					add("index", name, "is an index on "+r.Name+", which the server did not create")
+				if sql, ok := sqlOf(rows, "index", name); !ok || !ownObject(masterRow{Type: "index", Name: name, Table: r.Name, SQL: sql}) {
+					found.add("index", name, "is an index on "+r.Name+", which the server did not create")
 				}
 			}
 		}
 	}
-	if len(types) == 0 && len(why) == 0 {
-		return nil, nil
-	}
+	return triggers, nil
+}
 
-	// Compile the statements that fire every trigger, recording what each
-	// trigger body touches.
+// traceTriggers compiles the statements that fire every trigger (an
+// INSERT, an UPDATE of every column and a DELETE of each table and view;
+// none of it runs), recording under an authorizer what each of the
+// triggers to judge touches: one that fires on a write to a server table,
+// or reads or writes one, is foreign.
+func traceTriggers(c *rawsqlite.Conn, rows []masterRow, triggers map[string]string, found findings) error {
 	var current string // the table or view whose statements compile
-	err = c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
+	err := c.SetAuthorizer(func(r rawsqlite.AuthRequest) int {
 		if r.Trigger == "" {
 			return rawsqlite.AuthOK
 		}
-		name, foreign := types[rawsqlite.FoldName(r.Trigger)]
+		name, foreign := triggers[rawsqlite.FoldName(r.Trigger)]
 		if !foreign {
 			return rawsqlite.AuthOK
 		}
 		if policy.IsProtected(current) {
-			add("trigger", name, "runs on writes to "+current)
+			found.add("trigger", name, "runs on writes to "+current)
 		}
 		switch r.Action {
 		case rawsqlite.AuthRead, rawsqlite.AuthInsert, rawsqlite.AuthUpdate, rawsqlite.AuthDelete:
 			if policy.IsProtected(r.Arg1) {
 				verb := map[int]string{rawsqlite.AuthRead: "reads ", rawsqlite.AuthInsert: "inserts into ", rawsqlite.AuthUpdate: "updates ", rawsqlite.AuthDelete: "deletes from "}[r.Action]
-				add("trigger", name, verb+r.Arg1)
+				found.add("trigger", name, verb+r.Arg1)
 			}
 		}
 		return rawsqlite.AuthOK
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = c.SetAuthorizer(nil) }()
 	for _, r := range rows {
@@ -218,24 +271,7 @@ func foreignObjects(c *rawsqlite.Conn) ([]ForeignObject, error) {
 		}
 		current = ""
 	}
-
-	var out []ForeignObject
-	for k, reasons := range why {
-		typ, name, _ := strings.Cut(k, "\x00")
-		list := make([]string, 0, len(reasons))
-		for r := range reasons {
-			list = append(list, r)
-		}
-		sort.Strings(list)
-		out = append(out, ForeignObject{Type: typ, Name: name, Why: strings.Join(list, ", ")})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Type != out[j].Type {
-			return out[i].Type > out[j].Type // triggers first
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out, nil
+	return nil
 }
 
 // columnsOf lists the columns of a table or view.
@@ -252,19 +288,12 @@ func indexesOf(c *rawsqlite.Conn, table string) ([]string, error) {
 
 // firstColumn is the first column of every row query returns, as text.
 func firstColumn(c *rawsqlite.Conn, query string) ([]string, error) {
-	q, _, err := c.Prepare(query)
-	if err != nil {
-		return nil, err
-	}
-	defer q.Finalize()
 	var out []string
-	for {
-		ok, err := q.Step()
-		if err != nil || !ok {
-			return out, err
-		}
-		out = append(out, q.ColumnText(0))
-	}
+	err := c.Each(query, func(st *rawsqlite.Stmt) error {
+		out = append(out, st.ColumnText(0))
+		return nil
+	})
+	return out, err
 }
 
 // sqlOf finds the SQL of the object of type typ named name.

@@ -220,15 +220,9 @@ func (c *Conn) Exec(sql string) error {
 		if st == nil {
 			return nil
 		}
-		for {
-			row, err := st.Step()
-			if err != nil {
-				st.Finalize()
-				return err
-			}
-			if !row {
-				break
-			}
+		if err := drain(st, nil); err != nil {
+			st.Finalize()
+			return err
 		}
 		if err := st.Finalize(); err != nil {
 			return err

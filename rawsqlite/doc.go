@@ -50,5 +50,7 @@
 // Imports: nothing of the project. It also holds what SQL text needs of
 // names, once: QuoteIdent, FoldName and SameName, the catalogue's one
 // reader (SchemaQuery, Conn.Schema) and the one immediate write
-// transaction (Conn.BeginImmediate).
+// transaction (Conn.BeginImmediate), and the one way to read the rows of
+// a trusted query (Conn.Each, Conn.QueryRow: prepared, bound, stepped and
+// always finalized, the step's error returned).
 package rawsqlite

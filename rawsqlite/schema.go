@@ -18,19 +18,12 @@ func SchemaQuery(schema string) string {
 
 // Schema reads the main database's catalogue (see [SchemaQuery]).
 func (c *Conn) Schema() ([]SchemaObject, error) {
-	st, _, err := c.Prepare(SchemaQuery("main"))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Finalize()
 	var out []SchemaObject
-	for {
-		ok, err := st.Step()
-		if err != nil || !ok {
-			return out, err
-		}
+	err := c.Each(SchemaQuery("main"), func(st *Stmt) error {
 		out = append(out, SchemaObject{Type: st.ColumnText(0), Name: st.ColumnText(1), Table: st.ColumnText(2), SQL: st.ColumnText(3)})
-	}
+		return nil
+	})
+	return out, err
 }
 
 // SchemaRows is what [ReadSchema] needs of a query's rows: database/sql's

@@ -11,18 +11,7 @@ func dump(t *testing.T, c *Conn, tables ...string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, tbl := range tables {
-		st, _, err := c.Prepare("SELECT * FROM " + tbl + " ORDER BY 1, 2")
-		if err != nil {
-			t.Fatalf("dump %s: %v", tbl, err)
-		}
-		for {
-			row, err := st.Step()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !row {
-				break
-			}
+		err := c.Each("SELECT * FROM "+tbl+" ORDER BY 1, 2", func(st *Stmt) error {
 			fmt.Fprintf(&b, "%s:", tbl)
 			for i := range st.ColumnCount() {
 				switch st.ColumnType(i) {
@@ -35,8 +24,11 @@ func dump(t *testing.T, c *Conn, tables ...string) string {
 				}
 			}
 			b.WriteByte('\n')
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("dump %s: %v", tbl, err)
 		}
-		st.Finalize()
 	}
 	return b.String()
 }

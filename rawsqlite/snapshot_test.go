@@ -8,15 +8,14 @@ import "testing"
 func TestSnapshot(t *testing.T) {
 	count := func(t *testing.T, c *Conn) int64 {
 		t.Helper()
-		st, _, err := c.Prepare("SELECT count(*) FROM t")
-		if err != nil {
+		var n int64
+		if err := c.QueryRow("SELECT count(*) FROM t", func(st *Stmt) error {
+			n = st.ColumnInt64(0)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		defer st.Finalize()
-		if ok, err := st.Step(); !ok || err != nil {
-			t.Fatalf("Step = %v, %v", ok, err)
-		}
-		return st.ColumnInt64(0)
+		return n
 	}
 	open := func(t *testing.T, path string) *Conn {
 		t.Helper()

@@ -54,14 +54,10 @@ func (c *Conn) SyncWAL() (bool, error) {
 // mode reads the database, which opens the WAL): the journal pointer is
 // then the WAL's handle, not a rollback journal.
 func (c *Conn) walOpen() bool {
-	st, _, err := c.Prepare("PRAGMA main.journal_mode")
-	if err != nil {
-		return false
-	}
-	defer st.Finalize()
-	row, err := st.Step()
-	if err != nil || !row {
-		return false
-	}
-	return st.ColumnText(0) == "wal"
+	wal := false
+	_ = c.QueryRow("PRAGMA main.journal_mode", func(st *Stmt) error {
+		wal = st.ColumnText(0) == "wal"
+		return nil
+	})
+	return wal
 }

@@ -140,23 +140,17 @@ func audited(db string, ls []listed) {
 	const q = `SELECT id, tool, coalesce(query, ''), coalesce(json_extract(detail, '$.reason'), ''),
 		CASE WHEN tool = 'restore' THEN json_extract(detail, '$.safety_snapshot') ELSE json_extract(detail, '$.snapshot') END AS path
 		FROM query_log WHERE ok = 1 AND json_valid(detail) AND path IS NOT NULL AND path <> '' ORDER BY id DESC LIMIT 10000`
-	st, _, err := c.Prepare(q)
-	if err != nil || st == nil {
-		return
-	}
-	defer st.Finalize()
-	for {
-		row, err := st.Step()
-		if err != nil || !row {
-			return
-		}
+	// A read error ends the reading: the rows read before it count, and
+	// files no row names stay unaudited.
+	_ = c.Each(q, func(st *rawsqlite.Stmt) error {
 		i, ok := byPath[filepath.Clean(st.ColumnText(4))]
 		if !ok || ls[i].auditID != 0 {
-			continue
+			return nil
 		}
 		ls[i].auditID = st.ColumnInt64(0)
 		ls[i].tool, ls[i].stmt, ls[i].reason = st.ColumnText(1), st.ColumnText(2), st.ColumnText(3)
-	}
+		return nil
+	})
 }
 
 // sizeText is n bytes for a person.

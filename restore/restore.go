@@ -81,54 +81,13 @@ type Result struct {
 // Run restores o.Snapshot into o.DB (see the package documentation). Every
 // refusal happens before anything changed and says what to do.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Log == nil {
-		o.Log = hclog.NewNullLogger()
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = DefaultBusyTimeout
-	}
-	switch {
-	case o.Timeout == 0:
-		o.Timeout = DefaultTimeout
-	case o.Timeout < 0:
-		o.Timeout = 0
-	}
-	switch {
-	case o.MaxGrowth == 0:
-		o.MaxGrowth = DefaultMaxGrowth
-	case o.MaxGrowth < 0:
-		o.MaxGrowth = 0
-	}
-	var err error
-	if o.DB, err = filepath.Abs(o.DB); err != nil {
-		return nil, err
-	}
-	if o.Snapshot, err = filepath.Abs(o.Snapshot); err != nil {
-		return nil, err
-	}
-	if o.SnapshotDir == "" {
-		o.SnapshotDir = filepath.Join(filepath.Dir(o.DB), stem(o.DB)+".snapshots")
-	}
-	if o.SnapshotDir, err = filepath.Abs(o.SnapshotDir); err != nil {
-		return nil, err
-	}
-	snapInfo, err := os.Stat(o.Snapshot)
+	o, err := o.withDefaults()
 	if err != nil {
-		return nil, missingSnapshot(o, err)
-	}
-	if snapInfo.IsDir() {
-		return nil, fmt.Errorf("%s is a folder; name one snapshot file in it%s", o.Snapshot, newestHint(o, o.Snapshot))
-	}
-	dbInfo, err := os.Stat(o.DB)
-	fresh := errors.Is(err, fs.ErrNotExist)
-	if err != nil && !fresh {
 		return nil, err
 	}
-	if !fresh && os.SameFile(dbInfo, snapInfo) {
-		return nil, fmt.Errorf("%s is the database itself; name a snapshot of it%s", o.Snapshot, newestHint(o, o.SnapshotDir))
+	fresh, err := checkFiles(o)
+	if err != nil {
+		return nil, err
 	}
 
 	// The snapshot is another file: reading it through SQLite here, before
@@ -197,6 +156,72 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return nil, fmt.Errorf("restore of a %s is not supported", k)
 }
 
+// withDefaults fills in what o leaves out (the DefaultX bounds; a
+// negative bound becomes 0, no bound) and makes its paths absolute; the
+// snapshot folder defaults to <stem>.snapshots beside the database.
+func (o Options) withDefaults() (Options, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	o.Timeout = bound(o.Timeout, DefaultTimeout)
+	o.MaxGrowth = bound(o.MaxGrowth, DefaultMaxGrowth)
+	var err error
+	if o.DB, err = filepath.Abs(o.DB); err != nil {
+		return o, err
+	}
+	if o.Snapshot, err = filepath.Abs(o.Snapshot); err != nil {
+		return o, err
+	}
+	if o.SnapshotDir == "" {
+		o.SnapshotDir = filepath.Join(filepath.Dir(o.DB), stem(o.DB)+".snapshots")
+	}
+	if o.SnapshotDir, err = filepath.Abs(o.SnapshotDir); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// bound is an Options bound as restore uses it: 0 asks for def, a
+// negative value for no bound (0).
+func bound[T time.Duration | int64](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// checkFiles refuses a snapshot that is missing, a folder or the database
+// itself, and reports whether the database is yet to be created (fresh).
+func checkFiles(o Options) (fresh bool, err error) {
+	snapInfo, err := os.Stat(o.Snapshot)
+	if err != nil {
+		return false, missingSnapshot(o, err)
+	}
+	if snapInfo.IsDir() {
+		return false, fmt.Errorf("%s is a folder; name one snapshot file in it%s", o.Snapshot, newestHint(o, o.Snapshot))
+	}
+	dbInfo, err := os.Stat(o.DB)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if os.SameFile(dbInfo, snapInfo) {
+		return false, fmt.Errorf("%s is the database itself; name a snapshot of it%s", o.Snapshot, newestHint(o, o.SnapshotDir))
+	}
+	return false, nil
+}
+
 // Snapshot kinds. A full copy is any SQLite database; an undo record
 // (SPEC 5.6, package snapshot) is told apart by its own tables and applied by
 // undoRecord.
@@ -208,14 +233,13 @@ const (
 // kindOf checks that the snapshot is a SQLite database with something in
 // it, and tells which kind of snapshot it is.
 func kindOf(src *rawsqlite.Conn, path string) (string, error) {
-	st, _, err := src.Prepare("SELECT count(*) FROM sqlite_schema")
-	if err == nil {
-		_, err = st.Step()
-		n := st.ColumnInt64(0)
-		st.Finalize()
-		if err == nil && n == 0 {
-			return "", fmt.Errorf("%s is an empty database (no tables): there is nothing to restore from it; pick a snapshot from the snapshot folder", path)
-		}
+	var n int64
+	err := src.QueryRow("SELECT count(*) FROM sqlite_schema", func(st *rawsqlite.Stmt) error {
+		n = st.ColumnInt64(0)
+		return nil
+	})
+	if err == nil && n == 0 {
+		return "", fmt.Errorf("%s is an empty database (no tables): there is nothing to restore from it; pick a snapshot from the snapshot folder", path)
 	}
 	if err != nil {
 		if rawsqlite.ErrorCode(err)&0xff == rawsqlite.ResultNotADB {
@@ -370,12 +394,10 @@ func wholeFile(ctx context.Context, o Options, src *rawsqlite.Conn, fresh bool) 
 	started := time.Now()
 	res := &Result{}
 	var n int64
-	if st, _, err := src.Prepare("PRAGMA page_count"); err == nil {
-		if _, err = st.Step(); err == nil {
-			n = st.ColumnInt64(0)
-		}
-		st.Finalize()
-	}
+	_ = src.QueryRow("PRAGMA page_count", func(st *rawsqlite.Stmt) error {
+		n = st.ColumnInt64(0)
+		return nil
+	})
 	if n < 2 {
 		// A one-page database is empty (kindOf refuses it); the copy
 		// below relies on a first step that does not finish it.
@@ -427,12 +449,10 @@ func wholeFile(ctx context.Context, o Options, src *rawsqlite.Conn, fresh bool) 
 	// file, a file another program switched) that lock keeps readers out
 	// too, so they are taken just before.
 	var mode string
-	if st, _, err := dst.Prepare("PRAGMA journal_mode"); err == nil {
-		if row, _ := st.Step(); row {
-			mode = st.ColumnText(0)
-		}
-		st.Finalize()
-	}
+	_ = dst.QueryRow("PRAGMA journal_mode", func(st *rawsqlite.Stmt) error {
+		mode = st.ColumnText(0)
+		return nil
+	})
 	wal := strings.EqualFold(mode, "wal")
 	if !wal {
 		if err := prepare(); err != nil {

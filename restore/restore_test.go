@@ -395,3 +395,49 @@ func TestRestoreRefusesHostileSnapshots(t *testing.T) {
 		t.Fatal("a refused restore changed the database")
 	}
 }
+
+// TestWithDefaults: Run's defaults, as named steps: 0 asks for the
+// default bound, a negative one for none, and the paths become absolute
+// with the snapshot folder beside the database.
+func TestWithDefaults(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name      string
+		in        Options
+		busy      time.Duration
+		timeout   time.Duration
+		growth    int64
+		snapshots string
+	}{
+		{name: "all left out", in: Options{DB: filepath.Join(dir, "m.db"), Snapshot: "s.db"},
+			busy: DefaultBusyTimeout, timeout: DefaultTimeout, growth: DefaultMaxGrowth, snapshots: filepath.Join(dir, "m.snapshots")},
+		{name: "negative bounds are none", in: Options{DB: filepath.Join(dir, "m.db"), Snapshot: "s.db", BusyTimeout: -1, Timeout: -1, MaxGrowth: -1},
+			busy: DefaultBusyTimeout, snapshots: filepath.Join(dir, "m.snapshots")},
+		{name: "given values kept", in: Options{DB: filepath.Join(dir, "m.db"), Snapshot: "s.db", SnapshotDir: filepath.Join(dir, "snaps"), BusyTimeout: 3 * time.Second, Timeout: time.Minute, MaxGrowth: 7},
+			busy: 3 * time.Second, timeout: time.Minute, growth: 7, snapshots: filepath.Join(dir, "snaps")},
+		{name: "relative paths", in: Options{DB: "rel/m.db", Snapshot: "s.db", SnapshotDir: "snaps"},
+			busy: DefaultBusyTimeout, timeout: DefaultTimeout, growth: DefaultMaxGrowth, snapshots: "snaps"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := tt.in.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Out == nil || o.Log == nil {
+				t.Error("Out or Log left nil")
+			}
+			if o.BusyTimeout != tt.busy || o.Timeout != tt.timeout || o.MaxGrowth != tt.growth {
+				t.Errorf("busy %s timeout %s growth %d, want %s %s %d", o.BusyTimeout, o.Timeout, o.MaxGrowth, tt.busy, tt.timeout, tt.growth)
+			}
+			want, _ := filepath.Abs(tt.snapshots)
+			if o.SnapshotDir != want {
+				t.Errorf("snapshot folder %s, want %s", o.SnapshotDir, want)
+			}
+			for _, p := range []string{o.DB, o.Snapshot, o.SnapshotDir} {
+				if !filepath.IsAbs(p) {
+					t.Errorf("%s is not absolute", p)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the undo record %s: %w", o.Snapshot, err)
 	}
-	fmt.Fprintf(o.Out, "restore of %s from the undo record %s (taken %s): puts back what this statement changed, %d rows in %s, and nothing else; the memory log, checkpoints and audit log stay as they are:\n  %s\n",
+	// What the record says of itself is only its claim: what it holds is
+	// told once the apply has checked it (writeSteps).
+	fmt.Fprintf(o.Out, "restore of %s from the undo record %s: the memory log, checkpoints and audit log stay as they are. The record says it was taken %s, of this statement (%d rows in %s):\n  %s\n",
 		o.DB, o.Snapshot, snapshot.Printable(info.Taken), info.Rows, snapshot.Printable(info.Tables), snapshot.Printable(oneLine(info.Statement)))
 	res := &Result{Plan: &Plan{}}
 	db, err := rawsqlite.Open(o.DB, rawsqlite.ReadWrite)
@@ -45,9 +48,11 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 		applied, err := snapshot.Apply(db, o.Snapshot, snapshot.Options{Force: o.Force, DryRun: true, Timeout: o.Timeout, MaxGrowth: growth})
 		db.Close()
 		if err != nil {
-			return nil, busyOr(o.DB, o.BusyTimeout, err)
+			return nil, dryRunRefusal(busyOr(o.DB, o.BusyTimeout, err))
 		}
 		res.Undo = &applied
+		fmt.Fprintln(o.Out, "the record passes every check the restore runs; applied, it would:")
+		writeSteps(o.Out, &applied, true)
 		fmt.Fprintf(o.Out, "would put back: %s\ndry run: nothing was changed\n", undoSummary(&applied))
 		return res, nil
 	}
@@ -91,6 +96,8 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Undo = &applied
 	fmt.Fprintf(o.Out, "safety snapshot of the state before: %s\n", res.Safety)
+	fmt.Fprintln(o.Out, "the record passed every check; applying it:")
+	writeSteps(o.Out, &applied, false)
 	for _, c := range applied.Overwritten {
 		fmt.Fprintf(o.Out, "overwritten (--force): %s\n", c)
 	}
@@ -119,11 +126,88 @@ func undoRecord(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// undoSummary says what an applied undo record put back.
+// dryRunRefusal says that a dry run's refusal is the restore's own: the
+// same checks ran, and the restore would refuse the record for the same
+// reason.
+func dryRunRefusal(err error) error {
+	var h *snapshot.HostileError
+	var c *snapshot.ConflictError
+	if errors.As(err, &h) || errors.As(err, &c) {
+		return fmt.Errorf("dry run: restore refuses this record, for this reason: %w", err)
+	}
+	return err
+}
+
+// writeSteps prints, one line each, every object the applied record
+// dropped and created (or, dry, would), those it left as they were, and
+// the rows its changeset put back by table: what the record was found to
+// hold, not what it says of itself.
+func writeSteps(w io.Writer, r *snapshot.Result, dry bool) {
+	verb := map[string]string{"drop": "dropped", "create": "created", "rows": "put back"}
+	if dry {
+		verb = map[string]string{"drop": "drop", "create": "create", "rows": "put back"}
+	}
+	for _, s := range r.Steps {
+		if s.Skipped {
+			fmt.Fprintf(w, "  leave %s as it is (already as the record would leave it)\n", s.String())
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s\n", verb[s.Action], s.String())
+	}
+	if len(r.Steps) == 0 {
+		fmt.Fprintln(w, "  create or drop no object")
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(w, "  %s %s of %s from its changeset\n", verb["rows"], rowsWord(c.Rows), snapshot.Printable(c.Table))
+	}
+	if len(r.Changes) == 0 {
+		fmt.Fprintln(w, "  put back no row from a changeset")
+	}
+}
+
+// undoSummary says what an applied undo record put back, in one line,
+// naming the tables and objects the apply found (never the record's own
+// description of itself).
 func undoSummary(r *snapshot.Result) string {
-	s := fmt.Sprintf("%d rows and %d objects put back in %s", r.Rows, r.Objects, snapshot.Printable(r.Tables))
+	var tables []string
+	seen := map[string]bool{}
+	add := func(name string) {
+		if k := rawsqlite.FoldName(name); name != "" && !seen[k] {
+			seen[k] = true
+			tables = append(tables, snapshot.Printable(name))
+		}
+	}
+	var dropped, created []string
+	for _, s := range r.Steps {
+		if s.Skipped {
+			continue
+		}
+		if s.Type == "table" {
+			add(s.Name)
+		} else {
+			add(s.Table)
+		}
+		if s.Action == "drop" {
+			dropped = append(dropped, s.String())
+		} else {
+			created = append(created, s.String())
+		}
+	}
+	for _, c := range r.Changes {
+		add(c.Table)
+	}
+	s := fmt.Sprintf("%d rows and %d objects put back", r.Rows, r.Objects)
+	if len(tables) > 0 {
+		s += " in " + strings.Join(tables, ", ")
+	}
 	if n := len(r.Overwritten); n > 0 {
 		s += fmt.Sprintf(", %d changed since overwritten (--force)", n)
+	}
+	if len(dropped) > 0 {
+		s += "; objects dropped: " + strings.Join(dropped, ", ")
+	}
+	if len(created) > 0 {
+		s += "; objects created: " + strings.Join(created, ", ")
 	}
 	return s
 }

@@ -89,13 +89,52 @@ type Record struct {
 	Rows      int64
 }
 
-// Result is what Apply did.
+// Result is what Apply did (with Options.DryRun, what it would do). Its
+// Record is what the record says of itself; the rest is what the apply
+// found in the record and did, after every check.
 type Result struct {
 	Record
 	Rows        int64      // rows put back (changeset rows and copied rows)
 	Objects     int        // objects dropped or recreated
 	Overwritten []Conflict // conflicts Force overwrote
 	Safety      string     // the kept safety record (Options.Safety)
+	// Steps are the record's objects, in the order it drops and creates
+	// them; those already as the record would leave them are Skipped.
+	Steps []ObjectStep
+	// Changes counts the changeset's rows by table, in the order it
+	// names them.
+	Changes []TableChanges
+}
+
+// ObjectStep is one object an undo record drops or creates.
+type ObjectStep struct {
+	Action string // "drop" or "create"
+	Type   string // "table", "index", "view" or "trigger"
+	Name   string
+	Table  string // the table of an index or trigger
+	Rows   int64  // the rows copied into a created table
+	// Skipped is true when the object was already as the record would
+	// leave it (already there, or already gone), so the apply left it.
+	Skipped bool
+}
+
+// String is the object for a person, with the record's names escaped
+// (see [Printable]): "trigger notes_ai on notes", "table notes (3 rows)".
+func (s ObjectStep) String() string {
+	t := s.Type + " " + Printable(s.Name)
+	if s.Table != "" && rawsqlite.FoldName(s.Table) != rawsqlite.FoldName(s.Name) {
+		t += " on " + Printable(s.Table)
+	}
+	if s.Action == "create" && s.Type == "table" {
+		t += fmt.Sprintf(" (%d rows)", s.Rows)
+	}
+	return t
+}
+
+// TableChanges is how many rows of one table the changeset puts back.
+type TableChanges struct {
+	Table string
+	Rows  int64
 }
 
 // IsRecord reports whether the SQLite file at path is an undo record.
@@ -128,7 +167,7 @@ func ReadRecord(path string) (Record, error) {
 func readInfo(c *rawsqlite.Conn) (Record, error) {
 	var r Record
 	found := false
-	err := each(c, "SELECT format, taken, statement, reason, tables, rows FROM undo_info", func(st *rawsqlite.Stmt) error {
+	err := c.Each("SELECT format, taken, statement, reason, tables, rows FROM undo_info", func(st *rawsqlite.Stmt) error {
 		found = true
 		r = Record{Format: st.ColumnInt64(0), Taken: st.ColumnText(1), Statement: st.ColumnText(2), Reason: st.ColumnText(3), Tables: st.ColumnText(4), Rows: st.ColumnInt64(5)}
 		return nil
@@ -181,9 +220,14 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 	}
 	// Every table the changeset names, checked before anything runs: the
 	// server's (the index's shadow tables too) and SQLite's are refused.
-	shapes, order, csRows, err := changesetTables(cs)
+	shapes, order, counts, err := changesetTables(cs)
 	if err != nil {
 		return res, err
+	}
+	var csRows int64
+	for _, t := range order {
+		res.Changes = append(res.Changes, TableChanges{Table: t, Rows: counts[t]})
+		csRows += counts[t]
 	}
 
 	if opt.Safety != nil && len(steps) > 0 {
@@ -217,8 +261,13 @@ func Apply(db *rawsqlite.Conn, path string, opt Options) (res Result, err error)
 		return res, &ConflictError{Conflicts: conflicts}
 	}
 	res.Overwritten = append(res.Overwritten, conflicts...)
-	created, objects, rows, err := runSteps(db, rec, g, steps, skip, opt.Force)
-	res.Objects += objects
+	created, done, rows, err := runSteps(db, rec, g, steps, skip, opt.Force)
+	res.Steps = done
+	for _, d := range done {
+		if !d.Skipped {
+			res.Objects++
+		}
+	}
 	res.Rows += rows
 	if err != nil {
 		return res, err
@@ -354,7 +403,7 @@ func applyRows(db *rawsqlite.Conn, g *guard, cs []byte, names map[string][]strin
 // own tables.
 func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
 	var cs []byte
-	err := each(rec, "SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
+	err := rec.Each("SELECT data FROM undo_changeset ORDER BY seq", func(st *rawsqlite.Stmt) error {
 		if t := st.ColumnType(0); t != rawsqlite.TypeBlob && t != rawsqlite.TypeNull {
 			return hostile("undo_changeset holds a value that is not a changeset")
 		}
@@ -365,7 +414,7 @@ func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
 		return nil, nil, hostileRead(err)
 	}
 	var steps []step
-	err = each(rec, "SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
+	err = rec.Each("SELECT action, type, name, tbl_name, sql, copy, columns, sequence FROM undo_schema ORDER BY seq", func(st *rawsqlite.Stmt) error {
 		s := step{action: st.ColumnText(0), typ: st.ColumnText(1), name: st.ColumnText(2), table: st.ColumnText(3), sql: st.ColumnText(4), copyName: st.ColumnText(5)}
 		if st.ColumnType(7) == rawsqlite.TypeInteger {
 			s.seq, s.hasSeq = st.ColumnInt64(7), true
@@ -387,9 +436,10 @@ func readContents(rec *rawsqlite.Conn) ([]byte, []step, error) {
 
 // changesetTables lists the tables the changeset changes, in the order
 // it names them, with the number of primary-key columns each change gives,
-// and counts its changes; a server or SQLite table is refused.
-func changesetTables(cs []byte) (shapes map[string]int, order []string, rows int64, err error) {
+// and counts each one's changes; a server or SQLite table is refused.
+func changesetTables(cs []byte) (shapes map[string]int, order []string, rows map[string]int64, err error) {
 	shapes = map[string]int{}
+	rows = map[string]int64{}
 	err = rawsqlite.EachChange(cs, func(ch rawsqlite.Change) error {
 		if IsServerName(ch.Table) {
 			return hostile("its changeset would change %s, which belongs to the server or to SQLite", Printable(ch.Table))
@@ -398,15 +448,15 @@ func changesetTables(cs []byte) (shapes map[string]int, order []string, rows int
 			order = append(order, ch.Table)
 		}
 		shapes[ch.Table] = len(ch.PK)
-		rows++
+		rows[ch.Table]++
 		return nil
 	})
 	if err != nil {
 		var h *HostileError
 		if errors.As(err, &h) {
-			return nil, nil, 0, err
+			return nil, nil, nil, err
 		}
-		return nil, nil, 0, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
+		return nil, nil, nil, hostile("its changeset is corrupt or not a changeset (%s)", sqliteWhy(err))
 	}
 	return shapes, order, rows, nil
 }
@@ -462,28 +512,31 @@ func planSteps(db *rawsqlite.Conn, steps []step) (skip []bool, conflicts []Confl
 }
 
 // runSteps drops and recreates the record's objects (all but those skip
-// marks), under the guard, with their rows and AUTOINCREMENT counters, and
-// counts the objects and rows put back. With force an object in the way
-// is dropped first.
-func runSteps(db, rec *rawsqlite.Conn, g *guard, steps []step, skip []bool, force bool) (created []Object, objects int, rows int64, err error) {
+// marks), under the guard, with their rows and AUTOINCREMENT counters,
+// and returns the objects it created, every step with the rows it put
+// back (skipped ones marked), and the rows in all. With force an object
+// in the way is dropped first.
+func runSteps(db, rec *rawsqlite.Conn, g *guard, steps []step, skip []bool, force bool) (created []Object, done []ObjectStep, rows int64, err error) {
 	for i, s := range steps {
+		d := ObjectStep{Action: s.action, Type: s.typ, Name: s.name, Table: s.table, Skipped: skip[i]}
 		if skip[i] {
+			done = append(done, d)
 			continue
 		}
 		switch s.action {
 		case "drop":
 			if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
-				return created, objects, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
+				return created, done, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 			}
 		case "create":
 			if force {
 				if err := execOne(db, g, "DROP "+strings.ToUpper(s.typ)+" IF EXISTS "+rawsqlite.QuoteIdent(s.name)); err != nil {
-					return created, objects, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
+					return created, done, rows, fmt.Errorf("drop %s %s: %w", s.typ, Printable(s.name), err)
 				}
 			}
 			o := Object{Type: s.typ, Name: s.name, Table: s.table, SQL: s.sql}
 			if err := checkedCreate(db, g, o); err != nil {
-				return created, objects, rows, err
+				return created, done, rows, err
 			}
 			created = append(created, o)
 			if s.copyName != "" {
@@ -493,26 +546,25 @@ func runSteps(db, rec *rawsqlite.Conn, g *guard, steps []step, skip []bool, forc
 				}
 				list := strings.Join(cols, ", ")
 				if err := copyRows(rec, "SELECT "+list+" FROM "+rawsqlite.QuoteIdent(s.copyName), db, "INSERT INTO "+rawsqlite.QuoteIdent(s.name)+"("+list+") VALUES ("+placeholders(len(cols))+")"); err != nil {
-					return created, objects, rows, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
+					return created, done, rows, g.explain(fmt.Errorf("put the rows of %s back: %w", Printable(s.name), err), "the rows of "+o.label())
 				}
-				n, err := scalar(rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(s.copyName))
-				if err != nil {
-					return created, objects, rows, err
+				if d.Rows, err = scalar(rec, "SELECT count(*) FROM "+rawsqlite.QuoteIdent(s.copyName)); err != nil {
+					return created, done, rows, err
 				}
-				rows += n
+				rows += d.Rows
 			}
 			if s.hasSeq {
 				g.upkeep = true
 				err := putSequence(db, s.name, s.seq)
 				g.upkeep = false
 				if err != nil {
-					return created, objects, rows, g.explain(fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", Printable(s.name), err), "the counter of "+o.label())
+					return created, done, rows, g.explain(fmt.Errorf("put the AUTOINCREMENT counter of %s back: %w", Printable(s.name), err), "the counter of "+o.label())
 				}
 			}
 		}
-		objects++
+		done = append(done, d)
 	}
-	return created, objects, rows, nil
+	return created, done, rows, nil
 }
 
 // targetTables checks that every table the changeset names is there, as
@@ -524,7 +576,7 @@ func targetTables(db *rawsqlite.Conn, order []string, shapes map[string]int) (ma
 	for _, t := range order {
 		n := shapes[t]
 		kind := ""
-		if err := each(db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
+		if err := db.Each("SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
 			kind = st.ColumnText(0)
 			return nil
 		}, t); err != nil {

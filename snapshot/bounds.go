@@ -16,7 +16,7 @@ import (
 // choosing).
 func checkLayout(rec *rawsqlite.Conn) error {
 	found := map[string]string{}
-	err := each(rec, "SELECT name, type FROM sqlite_schema WHERE name IN ('undo_info', 'undo_changeset', 'undo_schema', 'undo_rows')", func(st *rawsqlite.Stmt) error {
+	err := rec.Each("SELECT name, type FROM sqlite_schema WHERE name IN ('undo_info', 'undo_changeset', 'undo_schema', 'undo_rows')", func(st *rawsqlite.Stmt) error {
 		found[st.ColumnText(0)] = st.ColumnText(1)
 		return nil
 	})
@@ -70,7 +70,7 @@ func checkSteps(rec *rawsqlite.Conn, steps []step) error {
 			return hostile("undo_schema names the copy %s for %s %s", Printable(s.copyName), s.typ, Printable(s.name))
 		}
 		typ := ""
-		if err := each(rec, "SELECT type FROM sqlite_schema WHERE name = ?1", func(st *rawsqlite.Stmt) error {
+		if err := rec.Each("SELECT type FROM sqlite_schema WHERE name = ?1", func(st *rawsqlite.Stmt) error {
 			typ = st.ColumnText(0)
 			return nil
 		}, s.copyName); err != nil {
@@ -85,26 +85,10 @@ func checkSteps(rec *rawsqlite.Conn, steps []step) error {
 
 // execOne runs one statement the restore built, under the guard.
 func execOne(c *rawsqlite.Conn, g *guard, query string) error {
-	st, tail, err := c.Prepare(query)
-	if err == nil && !rawsqlite.IsBlank(tail) {
-		err = fmt.Errorf("undo: more than one statement in %q", query)
-	}
-	if err != nil {
+	if err := c.Each(query, nil); err != nil {
 		return g.explain(err, query)
 	}
-	if st == nil {
-		return nil
-	}
-	defer st.Finalize()
-	for {
-		row, err := st.Step()
-		if err != nil {
-			return g.explain(err, query)
-		}
-		if !row {
-			return nil
-		}
-	}
+	return nil
 }
 
 // limitGrowth caps how many pages the database may grow by (max_page_count)

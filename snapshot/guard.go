@@ -376,7 +376,7 @@ func checkForeignKeys(c *rawsqlite.Conn, objs []Object) error {
 			continue
 		}
 		var bad string
-		err := each(c, "SELECT \"table\" FROM pragma_foreign_key_list(?1)", func(st *rawsqlite.Stmt) error {
+		err := c.Each("SELECT \"table\" FROM pragma_foreign_key_list(?1)", func(st *rawsqlite.Stmt) error {
 			if t := st.ColumnText(0); IsServerName(t) && bad == "" {
 				bad = t
 			}

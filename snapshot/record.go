@@ -126,7 +126,7 @@ func (r *Recorder) records(table string) bool {
 // tables whose key holds a NULL (the session leaves such rows out).
 func (r *Recorder) check() error {
 	kinds := map[string]string{}
-	err := each(r.db, "SELECT name, type FROM pragma_table_list WHERE schema = 'main'", func(st *rawsqlite.Stmt) error {
+	err := r.db.Each("SELECT name, type FROM pragma_table_list WHERE schema = 'main'", func(st *rawsqlite.Stmt) error {
 		kinds[rawsqlite.FoldName(st.ColumnText(0))] = st.ColumnText(1)
 		return nil
 	})
@@ -168,7 +168,7 @@ func (r *Recorder) checkNullKeys() error {
 			conds[i] = rawsqlite.QuoteIdent(c) + " IS NULL"
 		}
 		found := false
-		err := each(r.db, "SELECT 1 FROM "+rawsqlite.QuoteIdent(t)+" WHERE "+strings.Join(conds, " OR ")+" LIMIT 1", func(*rawsqlite.Stmt) error {
+		err := r.db.Each("SELECT 1 FROM "+rawsqlite.QuoteIdent(t)+" WHERE "+strings.Join(conds, " OR ")+" LIMIT 1", func(*rawsqlite.Stmt) error {
 			found = true
 			return nil
 		})
@@ -189,7 +189,7 @@ func nullableKey(db *rawsqlite.Conn, table string) ([]string, error) {
 	var cols []string
 	var types []string
 	nullable := false
-	err := each(db, "SELECT name, type, \"notnull\" FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk", func(st *rawsqlite.Stmt) error {
+	err := db.Each("SELECT name, type, \"notnull\" FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk", func(st *rawsqlite.Stmt) error {
 		cols = append(cols, st.ColumnText(0))
 		types = append(types, st.ColumnText(1))
 		nullable = nullable || st.ColumnInt64(2) == 0
@@ -202,7 +202,7 @@ func nullableKey(db *rawsqlite.Conn, table string) ([]string, error) {
 		return nil, nil // the rowid itself
 	}
 	wr := false
-	err = each(db, "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
+	err = db.Each("SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1", func(st *rawsqlite.Stmt) error {
 		wr = st.ColumnInt64(0) != 0
 		return nil
 	}, table)
@@ -230,7 +230,7 @@ func (r *Recorder) copyTable(t, name string) error {
 		return err
 	}
 	if hasSeq > 0 {
-		err := each(r.db, "SELECT seq FROM sqlite_sequence WHERE name = ?1", func(st *rawsqlite.Stmt) error {
+		err := r.db.Each("SELECT seq FROM sqlite_sequence WHERE name = ?1", func(st *rawsqlite.Stmt) error {
 			r.seq[rawsqlite.FoldName(t)] = st.ColumnInt64(0)
 			return nil
 		}, t)

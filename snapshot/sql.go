@@ -8,65 +8,22 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// each runs query on c with args bound and calls fn for every row.
-func each(c *rawsqlite.Conn, query string, fn func(*rawsqlite.Stmt) error, args ...any) error {
-	st, _, err := c.Prepare(query)
-	if err != nil {
-		return err
-	}
-	if st == nil {
-		return errors.New("undo: empty statement")
-	}
-	defer st.Finalize()
-	if err := bind(st, args); err != nil {
-		return err
-	}
-	for {
-		row, err := st.Step()
-		if err != nil || !row {
-			return err
-		}
-		if err := fn(st); err != nil {
-			return err
-		}
-	}
-}
-
 func execArgs(c *rawsqlite.Conn, query string, args ...any) error {
-	return each(c, query, func(*rawsqlite.Stmt) error { return nil }, args...)
+	return c.Each(query, nil, args...)
 }
 
+// scalar is the first column of query's first row as an integer; 0 when
+// there is no row.
 func scalar(c *rawsqlite.Conn, query string, args ...any) (int64, error) {
 	var n int64
-	err := each(c, query, func(st *rawsqlite.Stmt) error {
+	err := c.QueryRow(query, func(st *rawsqlite.Stmt) error {
 		n = st.ColumnInt64(0)
 		return nil
 	}, args...)
-	return n, err
-}
-
-func bind(st *rawsqlite.Stmt, args []any) error {
-	for i, a := range args {
-		var err error
-		switch v := a.(type) {
-		case nil:
-			err = st.BindNull(i + 1)
-		case string:
-			err = st.BindText(i+1, v)
-		case int64:
-			err = st.BindInt64(i+1, v)
-		case int:
-			err = st.BindInt64(i+1, int64(v))
-		case []byte:
-			err = st.BindBlob(i+1, v)
-		default:
-			err = fmt.Errorf("undo: cannot bind %T", a)
-		}
-		if err != nil {
-			return err
-		}
+	if errors.Is(err, rawsqlite.ErrNoRows) {
+		return 0, nil
 	}
-	return nil
+	return n, err
 }
 
 // copyRows runs query on src and insert on dst for every row, each value
@@ -77,7 +34,7 @@ func copyRows(src *rawsqlite.Conn, query string, dst *rawsqlite.Conn, insert str
 		return err
 	}
 	defer ins.Finalize()
-	return each(src, query, func(st *rawsqlite.Stmt) error {
+	return src.Each(query, func(st *rawsqlite.Stmt) error {
 		for i := range st.ColumnCount() {
 			var err error
 			switch st.ColumnType(i) {
@@ -111,7 +68,7 @@ var rowidNames = []string{"rowid", "_rowid_", "oid"}
 // generated ones) and, for a rowid table, a name that reaches its rowid.
 func storedColumns(c *rawsqlite.Conn, t string) (cols []string, rowid string, err error) {
 	taken := map[string]bool{}
-	err = each(c, "SELECT name, hidden FROM pragma_table_xinfo(?1)", func(st *rawsqlite.Stmt) error {
+	err = c.Each("SELECT name, hidden FROM pragma_table_xinfo(?1)", func(st *rawsqlite.Stmt) error {
 		taken[rawsqlite.FoldName(st.ColumnText(0))] = true
 		if st.ColumnInt64(1) == 0 {
 			cols = append(cols, st.ColumnText(0))
@@ -136,7 +93,7 @@ func storedColumns(c *rawsqlite.Conn, t string) (cols []string, rowid string, er
 // columnsOf lists a table's column names in order.
 func columnsOf(c *rawsqlite.Conn, t string) ([]string, error) {
 	var cols []string
-	err := each(c, "SELECT name FROM pragma_table_info(?1)", func(st *rawsqlite.Stmt) error {
+	err := c.Each("SELECT name FROM pragma_table_info(?1)", func(st *rawsqlite.Stmt) error {
 		cols = append(cols, st.ColumnText(0))
 		return nil
 	}, t)

@@ -39,7 +39,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 	t.Helper()
 	var b strings.Builder
 	var tables []string
-	err := each(c, "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name", func(st *rawsqlite.Stmt) error {
+	err := c.Each("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name", func(st *rawsqlite.Stmt) error {
 		fmt.Fprintf(&b, "%s %s %s\n", st.ColumnText(0), st.ColumnText(1), st.ColumnText(2))
 		if st.ColumnText(0) == "table" && !isVirtual(st.ColumnText(2)) {
 			tables = append(tables, st.ColumnText(1))
@@ -54,7 +54,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 			continue // FTS5 shadow tables: their pages, not the agent's rows
 		}
 		var rows []string
-		err := each(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
+		err := c.Each("SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
 			var r strings.Builder
 			for i := range st.ColumnCount() {
 				switch st.ColumnType(i) {
@@ -90,7 +90,7 @@ func sortStrings(s []string) {
 func sequences(t *testing.T, c *rawsqlite.Conn) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	if err := each(c, "SELECT name, seq FROM sqlite_sequence", func(st *rawsqlite.Stmt) error {
+	if err := c.Each("SELECT name, seq FROM sqlite_sequence", func(st *rawsqlite.Stmt) error {
 		out[st.ColumnText(0)] = st.ColumnInt64(1)
 		return nil
 	}); err != nil {
@@ -434,6 +434,90 @@ func TestIsRecord(t *testing.T) {
 	}{{path, true}, {filepath.Join(dir, "db.sqlite"), false}, {lookalike, false}, {filepath.Join(dir, "missing"), false}} {
 		if got := IsRecord(tt.path); got != tt.want {
 			t.Errorf("IsRecord(%s) = %v", filepath.Base(tt.path), got)
+		}
+	}
+}
+
+// TestApplyNamesWhatTheRecordHolds: Apply, dry or not, reports every
+// object the record drops or creates (a step planted in the record too)
+// and the changeset's rows by table, from what it found in the record,
+// not from what undo_info says.
+func TestApplyNamesWhatTheRecordHolds(t *testing.T) {
+	for _, tt := range []struct {
+		name, stmt, mutation string
+		steps                []string // ObjectStep.String, with the action first
+		changes              []TableChanges
+		rows                 int64
+	}{
+		{name: "rows only", stmt: "DELETE FROM child WHERE id IN (10, 12)",
+			changes: []TableChanges{{"child", 2}}, rows: 2},
+		{name: "cascade and trigger", stmt: "DELETE FROM parent WHERE id = 1",
+			changes: []TableChanges{{"parent", 1}, {"child", 2}, {"audit", 1}}, rows: 4},
+		{name: "drop table", stmt: "DROP TABLE child",
+			steps: []string{"create table child (4 rows)", "create index child_pid on child"}, rows: 4},
+		{name: "drop trigger", stmt: "DROP TRIGGER parent_gone",
+			steps: []string{"create trigger parent_gone on parent"}},
+		{name: "create trigger", stmt: "CREATE TRIGGER t2 AFTER UPDATE ON wr BEGIN SELECT 1; END",
+			steps: []string{"drop trigger t2 on wr"}},
+		{name: "a planted trigger, the undo_info unchanged", stmt: "DELETE FROM child WHERE id = 10",
+			mutation: `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'trigger', 'child_keep', 'child', 'CREATE TRIGGER child_keep AFTER INSERT ON child BEGIN SELECT 1; END')`,
+			steps:    []string{"create trigger child_keep on child"}, changes: []TableChanges{{"child", 1}}, rows: 1},
+		{name: "a planted step already done", stmt: "DELETE FROM child WHERE id = 10",
+			mutation: `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'index', 'child_pid', 'child', 'CREATE INDEX child_pid ON child(pid)')`,
+			steps:    []string{"skip index child_pid on child"}, changes: []TableChanges{{"child", 1}}, rows: 1},
+	} {
+		for _, dry := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s dry=%v", tt.name, dry), func(t *testing.T) {
+				db, dir := openFixture(t, "")
+				path, _, err := record(t, db, dir, tt.stmt)
+				if err != nil {
+					t.Fatalf("record: %v", err)
+				}
+				if tt.mutation != "" {
+					mutate(t, path, tt.mutation)
+				}
+				res, err := Apply(db, path, Options{DryRun: dry})
+				if err != nil {
+					t.Fatalf("apply: %v", err)
+				}
+				var steps []string
+				objects := 0
+				for _, s := range res.Steps {
+					action := s.Action
+					if s.Skipped {
+						action = "skip"
+					} else {
+						objects++
+					}
+					steps = append(steps, action+" "+s.String())
+				}
+				if strings.Join(steps, "; ") != strings.Join(tt.steps, "; ") {
+					t.Errorf("steps %q, want %q", steps, tt.steps)
+				}
+				if fmt.Sprint(res.Changes) != fmt.Sprint(tt.changes) {
+					t.Errorf("changes %v, want %v", res.Changes, tt.changes)
+				}
+				if res.Rows != tt.rows || res.Objects != objects {
+					t.Errorf("rows %d objects %d, want %d and %d", res.Rows, res.Objects, tt.rows, objects)
+				}
+			})
+		}
+	}
+}
+
+func TestObjectStepString(t *testing.T) {
+	for _, tt := range []struct {
+		step ObjectStep
+		want string
+	}{
+		{ObjectStep{Action: "create", Type: "table", Name: "notes", Table: "notes", Rows: 3}, "table notes (3 rows)"},
+		{ObjectStep{Action: "drop", Type: "table", Name: "notes", Table: "notes"}, "table notes"},
+		{ObjectStep{Action: "create", Type: "trigger", Name: "t", Table: "Notes"}, "trigger t on Notes"},
+		{ObjectStep{Action: "create", Type: "index", Name: "NOTES", Table: "notes"}, "index NOTES"},
+		{ObjectStep{Action: "create", Type: "view", Name: "v\x1b[2J", Table: "v\u202e"}, `view v\x1b[2J on v\u{202e}`},
+	} {
+		if got := tt.step.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.step, got, tt.want)
 		}
 	}
 }

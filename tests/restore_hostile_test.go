@@ -157,14 +157,7 @@ func TestRestoreRefusesShadowChangeset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := c.Prepare("UPDATE undo_changeset SET data = ?1")
-	if err == nil {
-		err = st.BindBlob(1, cs)
-	}
-	if err == nil {
-		_, err = st.Step()
-		st.Finalize()
-	}
+	err = c.Each("UPDATE undo_changeset SET data = ?1", nil, cs)
 	c.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -338,4 +331,70 @@ func TestRestoreListsAndProposesOnlyAuditedSnapshots(t *testing.T) {
 	if code != 2 || !strings.Contains(outText, filepath.Base(rec)+"  undo record") || !strings.Contains(outText, wantTry) {
 		t.Errorf("restore with no snapshot: exit %d\n%s", code, outText)
 	}
+}
+
+// TestRestoreDryRunNamesWhatTheRecordHolds is issue 43 item 9: a record
+// of a one-row DELETE given a trigger step of its own. The dry run runs
+// the restore's checks and names every object the record would create or
+// drop; it never repeats the record's own "1 rows in notes" as all there
+// is. A trigger that reaches the memory is refused by the dry run, for
+// the same reason as by the restore.
+func TestRestoreDryRunNamesWhatTheRecordHolds(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	rec := hostileSession(t, db, "DELETE FROM notes WHERE id = 1")
+	hostileRec := filepath.Join(filepath.Dir(rec), "hostile.undo.db")
+	if err := copyFile(rec, hostileRec); err != nil {
+		t.Fatal(err)
+	}
+	mutateFile(t, rec, `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'trigger', 'notes_stamp', 'notes',
+		'CREATE TRIGGER notes_stamp AFTER INSERT ON notes BEGIN UPDATE notes SET body = upper(body) WHERE id = new.id; END')`)
+	mutateFile(t, hostileRec, `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'trigger', 'notes_keep', 'notes',
+		'CREATE TRIGGER notes_keep BEFORE INSERT ON memory_events WHEN new.content LIKE ''%secret%'' BEGIN SELECT RAISE(IGNORE); END')`)
+
+	// The record with the trigger is one restore applies: the dry run
+	// names the trigger and the rows, and changes nothing.
+	before := agentDigest(t, db)
+	out := restoreOK(t, "--db", db, "--dry-run", rec)
+	for _, want := range []string{
+		"the record passes every check the restore runs; applied, it would:\n",
+		"  create trigger notes_stamp on notes\n",
+		"  put back 1 row of notes from its changeset\n",
+		"would put back: 1 rows and 1 objects put back in notes; objects created: trigger notes_stamp on notes\n",
+		"dry run: nothing was changed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nothing else") {
+		t.Errorf("the dry run says the record holds nothing else:\n%s", out)
+	}
+	if agentDigest(t, db) != before {
+		t.Fatal("the dry run changed the agent's tables")
+	}
+	// The restore does what the dry run said, and says it too.
+	out = restoreOK(t, "--db", db, rec)
+	if !strings.Contains(out, "  created trigger notes_stamp on notes\n") || !strings.Contains(out, "  put back 1 row of notes from its changeset\n") {
+		t.Errorf("the restore does not name what it did:\n%s", out)
+	}
+	if got := queryText(t, db, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'notes_stamp'"); got != "1\n" {
+		t.Fatalf("the restore did not create the trigger the dry run named: %s", got)
+	}
+	if got := queryText(t, db, "SELECT content FROM memory_events WHERE kind = 'restore'"); !strings.Contains(got, "objects created: trigger notes_stamp on notes") {
+		t.Errorf("the restore event does not name the trigger: %s", got)
+	}
+
+	// The trigger on memory_events: the dry run refuses, says why, and
+	// says nothing of what the record claims to put back.
+	out = refused(t, db, hostileRec, "the SQL of trigger notes_keep: it reaches memory_events", "--dry-run")
+	if !strings.Contains(out, "dry run: restore refuses this record, for this reason: the undo record is malformed or hostile") {
+		t.Errorf("the dry run's refusal does not say the restore refuses it:\n%s", out)
+	}
+	for _, bad := range []string{"nothing else", "would put back", "passes every check"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the refused dry run says %q:\n%s", bad, out)
+		}
+	}
+	refused(t, db, hostileRec, "the SQL of trigger notes_keep: it reaches memory_events")
 }

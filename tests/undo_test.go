@@ -76,20 +76,11 @@ func agentDigest(t *testing.T, path string) string {
 
 func eachRaw(t *testing.T, c *rawsqlite.Conn, query string, fn func(*rawsqlite.Stmt)) {
 	t.Helper()
-	st, _, err := c.Prepare(query)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer st.Finalize()
-	for {
-		row, err := st.Step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !row {
-			return
-		}
+	if err := c.Each(query, func(st *rawsqlite.Stmt) error {
 		fn(st)
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
 }
 
