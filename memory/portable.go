@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // Portable memory (SPEC 5.4): the chain as JSON Lines, one object a line,
@@ -105,7 +104,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 		line = append(line[:0], `{"type":"event","id":`...)
 		line = strconv.AppendInt(line, id, 10)
 		for i, name := range [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`} {
-			line = appendCanonicalBytes(append(line, name...), rows.ColumnTextView(i+1))
+			line = appendExportBytes(append(line, name...), rows.ColumnTextView(i+1))
 		}
 		line = append(line, "}\n"...)
 		if _, err := bw.Write(line); err != nil {
@@ -164,11 +163,11 @@ func queryOne(c *rawsqlite.Conn, sql string, read func(*rawsqlite.Stmt)) error {
 func appendCheckpointLine(dst []byte, c Checkpoint) []byte {
 	dst = append(dst, `{"type":"checkpoint","id":`...)
 	dst = strconv.AppendInt(dst, c.ID, 10)
-	dst = render.AppendJSONString(append(dst, `,"ts":`...), c.TS, render.KeepBytes)
-	dst = render.AppendJSONString(append(dst, `,"session":`...), c.Session, render.KeepBytes)
-	dst = render.AppendJSONString(append(dst, `,"summary":`...), c.Summary, render.KeepBytes)
+	dst = appendExportString(append(dst, `,"ts":`...), c.TS)
+	dst = appendExportString(append(dst, `,"session":`...), c.Session)
+	dst = appendExportString(append(dst, `,"summary":`...), c.Summary)
 	dst = strconv.AppendInt(append(dst, `,"last_event_id":`...), c.LastEventID, 10)
-	dst = render.AppendJSONString(append(dst, `,"head_hash":`...), c.HeadHash, render.KeepBytes)
+	dst = appendExportString(append(dst, `,"head_hash":`...), c.HeadHash)
 	return append(dst, "}\n"...)
 }
 

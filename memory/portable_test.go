@@ -3,12 +3,15 @@ package memory
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func exportOf(t *testing.T, path string) []byte {
@@ -196,5 +199,106 @@ func TestImportRefuses(t *testing.T) {
 	full := copyReference(t)
 	if _, err := Import(ctx, full, bytes.NewReader(good), nil); !errors.Is(err, ErrTargetNotEmpty) {
 		t.Fatalf("non-empty target: %v", err)
+	}
+}
+
+// notUTF8Content is a content another program stored, with bytes that are
+// not UTF-8 of every sort beside UTF-8 text.
+const notUTF8Content = "caf\xe9 \xff\xfe, \xe6\x97 cut, \xed\xa0\x80 CESU, \xc0\x80 overlong, \xf4\x90\x80\x80 too high, \xc3é, é\xa9, \"q\" \\ tab\t日"
+
+// appendForeign appends an event as another program would, hashing the
+// bytes as stored (as Verify does), and a checkpoint anchored to it.
+func appendForeign(t *testing.T, path, content, summary string) {
+	t.Helper()
+	db := rawDB(t, path)
+	var head int64
+	prev := GenesisHash
+	if err := db.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&head, &prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	const ts, sess = "2026-03-01T08:00:00Z", "20260301T080000Z-0bad"
+	hash := Hash(head+1, ts, sess, "note", content, prev)
+	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, 'note', CAST(? AS TEXT), ?, ?)`,
+		head+1, ts, sess, []byte(content), prev, hash)
+	mustExec(t, db, `INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) VALUES (?, ?, CAST(? AS TEXT), ?, ?)`,
+		ts, sess, []byte(summary), head+1, hash)
+	db.Close()
+}
+
+// A memory that verifies exports, whatever bytes its texts hold (issue 43
+// item 8): verify --jsonl agrees with Verify, and the import's rows and
+// hashes are the stored ones, byte for byte.
+func TestExportImportNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	src := copyReference(t)
+	appendForeign(t, src, notUTF8Content, "summary \xc3\x28")
+	s := openStore(t, src)
+	if _, err := s.Append(ctx, "20260301T090000Z-beef", "note", "after"); err != nil {
+		t.Fatal(err)
+	}
+	dbv, err := s.Verify(ctx)
+	if err != nil || !dbv.OK || dbv.Events != 10 {
+		t.Fatalf("verify --db = %+v, %v", dbv, err)
+	}
+	first := exportOf(t, src)
+	if !utf8.Valid(first) {
+		t.Fatalf("the export is not UTF-8:\n%s", first)
+	}
+	if v, err := VerifyJSONL(bytes.NewReader(first)); err != nil || v.JSON() != dbv.JSON() {
+		t.Fatalf("verify --jsonl = %s, %v; verify --db = %s", v.JSON(), err, dbv.JSON())
+	}
+	target := filepath.Join(t.TempDir(), "new.db")
+	if _, err := Import(ctx, target, bytes.NewReader(first), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := memoryRows(t, target), memoryRows(t, src)
+	if !slices.Equal(got, want) || !slices.ContainsFunc(got, func(r string) bool { return strings.Contains(r, notUTF8Content) }) {
+		t.Fatalf("imported rows differ:\n got %q\nwant %q", got, want)
+	}
+	if v, err := openStore(t, target).Verify(ctx); err != nil || v.JSON() != dbv.JSON() {
+		t.Fatalf("verify of the import = %s, %v", v.JSON(), err)
+	}
+	if second := exportOf(t, target); !bytes.Equal(first, second) {
+		t.Fatalf("second export differs:\n%s\n---\n%s", first, second)
+	}
+}
+
+// Python, the reference's language, reads the export with its own
+// convention for such bytes (PEP 383's surrogateescape): the texts it gets
+// back are the stored bytes, and its hash of each event, computed as the
+// reference computes it, is the exported hash.
+func TestExportNotUTF8ReadByPython(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found (.ci/run installs it)")
+	}
+	src := copyReference(t)
+	appendForeign(t, src, notUTF8Content, "summary \xc3\x28")
+	export := filepath.Join(t.TempDir(), "export.jsonl")
+	if err := os.WriteFile(export, exportOf(t, src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import hashlib, json, sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+db.text_factory = bytes
+stored = {r[0]: r[1:] for r in db.execute("SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events")}
+summaries = {r[0]: r[1] for r in db.execute("SELECT id, summary FROM memory_checkpoints")}
+n = 0
+for line in open(sys.argv[2], encoding="utf-8"):
+    o = json.loads(line)
+    if o["type"] == "checkpoint":
+        assert o["summary"].encode("utf-8", "surrogateescape") == summaries[o["id"]], o
+        continue
+    ev = [o["id"], o["ts"], o["session"], o["kind"], o["content"], o["prev_hash"]]
+    assert [v.encode("utf-8", "surrogateescape") for v in ev[1:]] + [o["hash"].encode()] == list(stored[o["id"]]), (o, stored[o["id"]])
+    canon = json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogateescape")
+    assert hashlib.sha256(canon).hexdigest() == o["hash"], o
+    n += 1
+print(n)
+`
+	out, err := exec.Command(python, "-c", script, src, export).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "9" {
+		t.Fatalf("python read the export differently: %v\n%s", err, out)
 	}
 }
