@@ -103,7 +103,13 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 		}
 		line = append(line[:0], `{"type":"event","id":`...)
 		line = strconv.AppendInt(line, id, 10)
-		for i, name := range [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`} {
+		for i, name := range eventFields {
+			// Verify counts a value that is not text (a BLOB another
+			// program stored) as a break; an export holds strings only
+			// and would read as intact.
+			if typ := rows.ColumnType(i + 1); typ != rawsqlite.TypeText {
+				return st, fmt.Errorf("memory: export: event %d: its %s is stored as %s, not text, so the chain is broken there (verify --db says so) and an export, which holds text only, would hide the break; the export stops there", id, name[2:len(name)-2], storageClass(typ))
+			}
 			line = appendExportBytes(append(line, name...), rows.ColumnTextView(i+1))
 		}
 		line = append(line, "}\n"...)
@@ -125,6 +131,24 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 		progress(st.Events, total)
 	}
 	return st, nil
+}
+
+// eventFields are the keys of an event line after "id", in column order.
+var eventFields = [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`}
+
+// storageClass names a SQLite storage class as typeof() does.
+func storageClass(typ int) string {
+	switch typ {
+	case rawsqlite.TypeBlob:
+		return "a blob"
+	case rawsqlite.TypeNull:
+		return "null"
+	case rawsqlite.TypeInteger:
+		return "an integer"
+	case rawsqlite.TypeFloat:
+		return "a real"
+	}
+	return "text"
 }
 
 // readCheckpoints reads every checkpoint, ordered as the export writes them.

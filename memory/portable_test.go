@@ -302,3 +302,26 @@ print(n)
 		t.Fatalf("python read the export differently: %v\n%s", err, out)
 	}
 }
+
+// A BLOB in a text column breaks the chain for Verify; an export holds
+// strings only and would read as intact, so Export refuses it, naming
+// the event.
+func TestExportRefusesBlob(t *testing.T) {
+	ctx := context.Background()
+	src := copyReference(t)
+	db := rawDB(t, src)
+	content := "blob \xff"
+	prev := "f652d334102fe4a98215ed2fb2b07c4e10febdd7b73a25dd4be19a33c6251d12" // event 8's
+	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (9, 's', 's', 'note', ?, ?, ?)`,
+		[]byte(content), prev, Hash(9, "s", "s", "note", content, prev))
+	db.Close()
+	s := openStore(t, src)
+	if v, err := s.Verify(ctx); err != nil || v.OK || v.BreakAtID != 9 {
+		t.Fatalf("verify --db = %+v, %v; want broken at 9", v, err)
+	}
+	var b bytes.Buffer
+	_, err := s.Export(ctx, &b, nil)
+	if err == nil || !strings.Contains(err.Error(), "event 9: its content is stored as a blob, not text") {
+		t.Fatalf("export = %v, want a refusal naming event 9", err)
+	}
+}
