@@ -99,7 +99,14 @@ func sha256Hex(s string) string {
 
 // Auditor records tool calls. An Auditor must be safe for concurrent use.
 type Auditor interface {
+	// Audit records e; a queueing Auditor returns before the row is
+	// written (SPEC 5: audit rows never delay a reply).
 	Audit(ctx context.Context, e AuditEntry) error
+	// AwaitAudit waits, briefly and only while rows flow, until the rows
+	// recorded before it are readable: the server runs it before each
+	// call, so a call reads the rows of the calls answered before it. An
+	// Auditor that writes at once, or nowhere readable, returns at once.
+	AwaitAudit()
 }
 
 // Audit queues one query_log row for the memory database (see
@@ -657,6 +664,9 @@ func NewLogAuditor(log hclog.Logger) Auditor {
 
 type logAuditor struct{ log hclog.Logger }
 
+// AwaitAudit returns at once: the log is written as Audit is called.
+func (logAuditor) AwaitAudit() {}
+
 func (l logAuditor) Audit(_ context.Context, e AuditEntry) error {
 	args := []any{"session", e.Session, "tool", e.Tool, "ok", e.OK, "duration_ms", e.Duration.Milliseconds()}
 	if e.Query.Valid {
@@ -693,12 +703,10 @@ func MultiAuditor(auditors ...Auditor) Auditor {
 
 type multiAuditor []Auditor
 
-// AwaitAudit runs AwaitAudit of each auditor that has one.
+// AwaitAudit runs AwaitAudit of each auditor.
 func (m multiAuditor) AwaitAudit() {
 	for _, a := range m {
-		if w, ok := a.(interface{ AwaitAudit() }); ok {
-			w.AwaitAudit()
-		}
+		a.AwaitAudit()
 	}
 }
 

@@ -164,6 +164,7 @@ func TestOpenAuditClash(t *testing.T) {
 type failingAuditor struct{}
 
 func (failingAuditor) Audit(context.Context, AuditEntry) error { return errors.New("sink down") }
+func (failingAuditor) AwaitAudit()                             {}
 
 func TestLogAndMultiAuditor(t *testing.T) {
 	var buf bytes.Buffer

@@ -377,9 +377,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		// Replies do not wait for their audit rows; this call waits, if
 		// ever, for the rows of the calls answered before it, so that it
 		// reads them (an agent's query_errors right after a failure).
-		if a, ok := s.auditor.(interface{ AwaitAudit() }); ok {
-			a.AwaitAudit()
-		}
+		s.auditor.AwaitAudit()
 		ctx, cancel := context.WithCancel(reqCtx)
 		defer cancel()
 		defer context.AfterFunc(s.shutdown, cancel)()
