@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/portable"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
@@ -237,7 +238,7 @@ func TestExportIsTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if _, err := s.Export(context.Background(), &want, nil); err != nil {
+	if _, err := portable.Export(context.Background(), s, &want, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

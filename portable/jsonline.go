@@ -1,4 +1,4 @@
-package memory
+package portable
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
@@ -41,13 +42,13 @@ import (
 // is not part of UTF-8 text as \udcXX.
 func appendExportBytes(dst, s []byte) []byte {
 	if utf8.Valid(s) {
-		return appendCanonicalBytes(dst, s)
+		return memory.AppendCanonicalBytes(dst, s)
 	}
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if needsEscape[c] {
+			if c < 0x20 || c == '"' || c == '\\' {
 				dst = render.AppendJSONEscape(dst, c)
 			} else {
 				dst = append(dst, c)

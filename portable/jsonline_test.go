@@ -1,10 +1,12 @@
-package memory
+package portable
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
 // parseString reads a JSON string as readItems does, through a one-key line.
@@ -91,7 +93,7 @@ func FuzzExportString(f *testing.F) {
 		if !bytes.Equal(enc, appendExportString(nil, string(s))) {
 			t.Fatalf("appendExportString and appendExportBytes differ on %q", s)
 		}
-		if utf8.Valid(s) && !bytes.Equal(enc, appendCanonicalBytes(nil, s)) {
+		if utf8.Valid(s) && !bytes.Equal(enc, memory.AppendCanonicalBytes(nil, s)) {
 			t.Fatalf("UTF-8 %q is not written in the canonical form: %s", s, enc)
 		}
 		back, err := parseString(enc)

@@ -1,4 +1,4 @@
-package memory
+package portable
 
 import (
 	"bytes"
@@ -12,17 +12,19 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
 func exportOf(t *testing.T, path string) []byte {
 	t.Helper()
-	s, err := OpenExisting(context.Background(), path, nil)
+	s, err := memory.OpenExisting(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var b bytes.Buffer
-	if _, err := s.Export(context.Background(), &b, nil); err != nil {
+	if _, err := Export(context.Background(), s, &b, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -106,7 +108,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			}
 			// The import is indexed: recall works on the new file.
 			ts := openStore(t, target)
-			if got := matchIDs(t, ts.db, rankedSQL, "first OR notes"); len(got) == 0 {
+			if got := matchIDs(t, rawDB(t, target), rankedSQL, "first OR notes"); len(got) == 0 {
 				t.Fatal("imported events are not indexed")
 			}
 			if v, err := ts.Verify(ctx); err != nil || !v.OK {
@@ -117,8 +119,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	// The export's first lines, as the format promises.
 	lines := strings.Split(string(exportOf(t, empty)), "\n")
-	if !strings.HasPrefix(lines[0], `{"type":"checkpoint","id":1,"ts":"`) || !strings.Contains(lines[0], `"last_event_id":0,"head_hash":"`+GenesisHash+`"}`) ||
-		!strings.HasPrefix(lines[1], `{"type":"event","id":1,"ts":"`) || !strings.HasSuffix(lines[1], `"kind":"note","content":"first","prev_hash":"`+GenesisHash+`","hash":"`+lines[1][len(lines[1])-66:]) {
+	if !strings.HasPrefix(lines[0], `{"type":"checkpoint","id":1,"ts":"`) || !strings.Contains(lines[0], `"last_event_id":0,"head_hash":"`+memory.GenesisHash+`"}`) ||
+		!strings.HasPrefix(lines[1], `{"type":"event","id":1,"ts":"`) || !strings.HasSuffix(lines[1], `"kind":"note","content":"first","prev_hash":"`+memory.GenesisHash+`","hash":"`+lines[1][len(lines[1])-66:]) {
 		t.Fatalf("export lines: %q", lines)
 	}
 }
@@ -212,12 +214,12 @@ func appendForeign(t *testing.T, path, content, summary string) {
 	t.Helper()
 	db := rawDB(t, path)
 	var head int64
-	prev := GenesisHash
+	prev := memory.GenesisHash
 	if err := db.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&head, &prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		t.Fatal(err)
 	}
 	const ts, sess = "2026-03-01T08:00:00Z", "20260301T080000Z-0bad"
-	hash := Hash(head+1, ts, sess, "note", content, prev)
+	hash := memory.Hash(head+1, ts, sess, "note", content, prev)
 	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, 'note', CAST(? AS TEXT), ?, ?)`,
 		head+1, ts, sess, []byte(content), prev, hash)
 	mustExec(t, db, `INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) VALUES (?, ?, CAST(? AS TEXT), ?, ?)`,
@@ -313,15 +315,32 @@ func TestExportRefusesBlob(t *testing.T) {
 	content := "blob \xff"
 	prev := "f652d334102fe4a98215ed2fb2b07c4e10febdd7b73a25dd4be19a33c6251d12" // event 8's
 	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (9, 's', 's', 'note', ?, ?, ?)`,
-		[]byte(content), prev, Hash(9, "s", "s", "note", content, prev))
+		[]byte(content), prev, memory.Hash(9, "s", "s", "note", content, prev))
 	db.Close()
 	s := openStore(t, src)
 	if v, err := s.Verify(ctx); err != nil || v.OK || v.BreakAtID != 9 {
 		t.Fatalf("verify --db = %+v, %v; want broken at 9", v, err)
 	}
 	var b bytes.Buffer
-	_, err := s.Export(ctx, &b, nil)
+	_, err := Export(ctx, s, &b, nil)
 	if err == nil || !strings.Contains(err.Error(), "event 9: its content is stored as a blob, not text") {
 		t.Fatalf("export = %v, want a refusal naming event 9", err)
+	}
+}
+
+// A store opened read-only (the person's view) exports what the server's
+// store exports.
+func TestExportReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := copyReference(t)
+	want := exportOf(t, path)
+	r, err := memory.OpenReadOnly(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got bytes.Buffer
+	if _, err := Export(ctx, r, &got, nil); err != nil || !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("export through OpenReadOnly differs (%v):\n%s\n---\n%s", err, got.Bytes(), want)
 	}
 }
