@@ -24,7 +24,7 @@ func ReadOnlyDSN(abs string) string {
 
 // OpenReadOnly opens an existing memory database as OpenExisting does, but
 // through ReadOnlyDSN connections only: Verify and export (package
-// portable) work, Append, Checkpoint and Audit fail. Nothing it does
+// portable) work, Append, Checkpoint and the audit queue fail. Nothing it does
 // changes the file's bytes.
 func OpenReadOnly(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	return openExisting(ctx, path, log, func(abs string) (*sql.DB, error) {
