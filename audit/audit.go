@@ -40,7 +40,8 @@ import (
 
 // Entry is one tool call, one query_log row.
 type Entry struct {
-	// TS is when the call started; zero means now. Stored as TimeLayout.
+	// TS is when the call started; zero means now. Stored as
+	// memory.TimeLayout.
 	TS      time.Time
 	Session string
 	Tool    string
