@@ -34,9 +34,10 @@ import (
 // Events in id order; each checkpoint follows the event it is anchored to
 // (last_event_id; a checkpoint of the empty chain comes first). Strings are
 // written in the chain's canonical form (SPEC 5.1: UTF-8 kept raw, only '"',
-// '\\' and control characters escaped), so an export is deterministic: the
-// same rows always give the same bytes, and export -> import -> export is
-// byte-identical. Any JSON reader reads it.
+// '\\' and control characters escaped; a byte that is not UTF-8 as \udcXX,
+// see jsonline.go), so an export is deterministic: the same rows always
+// give the same bytes, and export -> import -> export is byte-identical.
+// Any JSON reader reads it.
 
 // ExportStats counts what Export wrote.
 type ExportStats struct {
@@ -51,7 +52,9 @@ const exportProgressEvery = 50_000
 // from one read transaction (a consistent snapshot while appends go on).
 // progress, when not nil, is called every exportProgressEvery events with
 // the events written and the chain's highest id. Export does not judge the
-// chain; verify the export (VerifyJSONL) or the database for that.
+// chain; verify the export (VerifyJSONL) or the database for that. It
+// refuses only what an export cannot carry: an event column stored as
+// something other than text, which Verify counts as a break.
 func Export(ctx context.Context, s *memory.Store, w io.Writer, progress func(done, total int64)) (ExportStats, error) {
 	var st ExportStats
 	c, err := rawsqlite.Open(s.Path(), rawsqlite.ReadOnly)
