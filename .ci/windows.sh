@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Windows test binaries of the packages with Windows code or Windows paths
-# (ipc, policy, worker, memory, osfile, replicate): cross-compiled always, and run
+# (ipc, policy, worker, memory, audit, portable, osfile, replicate): cross-compiled always, and run
 # under Wine where Wine can be had from Debian's packages (about 20 s to
 # install on a fresh machine, a few seconds per run after). Anything that
 # keeps Wine from running prints the reason and exits 0: this is extra
@@ -33,7 +33,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-pkgs=(ipc policy worker memory osfile replicate)
+pkgs=(ipc policy worker memory audit portable osfile replicate)
 for p in "${pkgs[@]}"; do
   GOOS=windows GOARCH=amd64 go test -c -o "$work/$p.test.exe" "./$p"
 done

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/portable"
 )
 
 // takeFlag removes --name VALUE (or --name=VALUE, or one dash) from args,
@@ -107,7 +108,7 @@ func exportCmd(ctx context.Context, args []string, env Env) error {
 		}()
 		w = f
 	}
-	st, err := store.Export(ctx, w, progressPrinter(env.Stderr, "export"))
+	st, err := portable.Export(ctx, store, w, progressPrinter(env.Stderr, "export"))
 	if err != nil {
 		return err
 	}
@@ -148,12 +149,12 @@ func importCmd(ctx context.Context, args []string, env Env) error {
 		defer f.Close()
 		r = f
 	}
-	st, err := memory.Import(ctx, cfg.DB, r, oneShotLogger(env, cfg.Verbose))
-	var le *memory.LineError
+	st, err := portable.Import(ctx, cfg.DB, r, oneShotLogger(env, cfg.Verbose))
+	var le *portable.LineError
 	switch {
 	case errors.As(err, &le):
 		return &exitError{status: exitFailed, msg: fmt.Sprintf("%s: %v", rest[0], err)}
-	case errors.Is(err, memory.ErrTargetNotEmpty):
+	case errors.Is(err, portable.ErrTargetNotEmpty):
 		return &exitError{status: exitUsage, msg: fmt.Sprintf("%s: %v", cfg.DB, err)}
 	case err != nil:
 		return err
@@ -174,7 +175,7 @@ func verifyJSONL(path string, env Env) error {
 		defer f.Close()
 		r = f
 	}
-	v, err := memory.VerifyJSONL(r)
+	v, err := portable.VerifyJSONL(r)
 	if err != nil {
 		msg := fmt.Sprintf("%s: %v", path, err)
 		if path != "-" && isSQLite(path) {

@@ -64,3 +64,18 @@ func TestAppendBusy(t *testing.T) {
 		t.Fatalf("append beside a held lock: %v", err)
 	}
 }
+
+func TestOpenWhileAnotherProcessWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := openStore(t, path)
+	s.Close()
+	holdWriteLock(t, path)
+	// Bootstrapped already: opening reads only, so it does not wait for
+	// (or fail on) the lock.
+	s2, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("open while another connection holds the write lock: %v", err)
+	}
+	s2.Close()
+}

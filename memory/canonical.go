@@ -65,12 +65,12 @@ func appendCanonical(dst []byte, id int64, ts, session, kind, content, prevHash 
 	return append(dst, ']')
 }
 
-// appendCanonicalBytes appends s as a JSON string of the canonical form,
-// the same bytes as render.AppendJSONString(dst, string(s), render.KeepBytes), for Verify,
-// which reads the fields as bytes. It skips eight bytes at a time while
+// AppendCanonicalBytes appends s as a JSON string of the canonical form,
+// the same bytes as render.AppendJSONString(dst, string(s), render.KeepBytes), for Verify
+// and export (package portable), which read the fields as bytes. It skips eight bytes at a time while
 // none of them needs an escape, since the texts of a chain are mostly
 // plain.
-func appendCanonicalBytes(dst, s []byte) []byte {
+func AppendCanonicalBytes(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	for {
 		i := 0

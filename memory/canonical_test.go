@@ -202,7 +202,7 @@ func TestCanonicalStringFastPath(t *testing.T) {
 	inputs = append(inputs, "", "plain text of more than eight bytes", strings.Repeat("x\"y", 100))
 	for _, s := range inputs {
 		want := string(render.AppendJSONString(nil, s, render.KeepBytes))
-		if got := string(appendCanonicalBytes(nil, []byte(s))); got != want {
+		if got := string(AppendCanonicalBytes(nil, []byte(s))); got != want {
 			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
 		}
 	}
@@ -213,7 +213,7 @@ func FuzzCanonicalBytes(f *testing.F) {
 	f.Add("\x00\"\\\u2028\x7f é 12345678")
 	f.Fuzz(func(t *testing.T, s string) {
 		want := render.AppendJSONString(nil, s, render.KeepBytes)
-		if got := appendCanonicalBytes(nil, []byte(s)); !bytes.Equal(got, want) {
+		if got := AppendCanonicalBytes(nil, []byte(s)); !bytes.Equal(got, want) {
 			t.Fatalf("bytes %q: got %q, want %q", s, got, want)
 		}
 	})

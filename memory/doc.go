@@ -33,21 +33,16 @@
 // an agent writes (BenchmarkAppend measures both). Audit rows are written in
 // batches, one transaction and so one sync per batch.
 //
-// # Audit
+// # What lives elsewhere
 //
-// Every tool call is written through an [Auditor]: the [Store] itself (the
-// query_log table of the memory database), an [AuditDB] (a separate audit
-// file, for the read-only profile, which must never write to its database),
-// a logger ([NewLogAuditor]), or several of them ([MultiAuditor]).
+// The audit queue that writes query_log (package audit) and export and
+// import (package portable) import this package, never the reverse:
+// [Store.Share] lends the store's connections and write mutex to the
+// queue, [OpenQueryLog] makes the read-only profile's audit file, and
+// [Build] and [ChainCheck] are the database and chain sides of an import.
+// The schema of all three tables, query_log included, stays here.
 //
-// Store and AuditDB queue rows in call order and write them from one
-// goroutine, several per transaction, when the write lock allows: a lock
-// held by another process delays rows, never a call, and rows are retried
-// until written; Close writes the queue (waiting up to [AuditFlushTimeout]).
-// A crash loses only the rows still queued. [AuditEntry.Bound] caps what a
-// row can hold, so a call cannot grow the log without bound.
-//
-// Imports: rawsqlite, policy (the one list of the server's objects),
-// render (the one JSON string escape) and osfile. Never worker, ipc,
+// Imports: rawsqlite, policy (the one list of the server's objects) and
+// render (the one JSON string escape). Never worker, ipc,
 // server or mcp-go: the worker must not link it.
 package memory

@@ -105,3 +105,26 @@ func fixedClock(s *Store, start time.Time) {
 		return start.Add(time.Duration(n-1) * time.Second)
 	}
 }
+
+// holdWriteLock takes the write lock of path from another connection, as
+// another process would, until the returned release is called.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	conn, err := rawDB(t, path).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			_, _ = conn.ExecContext(context.Background(), "COMMIT")
+			conn.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}

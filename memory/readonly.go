@@ -23,8 +23,9 @@ func ReadOnlyDSN(abs string) string {
 }
 
 // OpenReadOnly opens an existing memory database as OpenExisting does, but
-// through ReadOnlyDSN connections only: Verify and Export work, Append,
-// Checkpoint and Audit fail. Nothing it does changes the file's bytes.
+// through ReadOnlyDSN connections only: Verify and export (package
+// portable) work, Append, Checkpoint and the audit queue fail. Nothing it does
+// changes the file's bytes.
 func OpenReadOnly(ctx context.Context, path string, log hclog.Logger) (*Store, error) {
 	return openExisting(ctx, path, log, func(abs string) (*sql.DB, error) {
 		db, err := sql.Open("sqlite", ReadOnlyDSN(abs))

@@ -106,7 +106,15 @@ type Store struct {
 	writeMu     sync.Mutex
 	headStmt    *sql.Stmt
 	insertEvent *sql.Stmt
-	audit       *auditWriter
+	// closeFirst are what Share's borrowers asked Close to run before the
+	// connections close (the audit queue writes its rows).
+	closeFirst struct {
+		sync.Mutex
+		fns []func()
+	}
+	// durable: commits sync (synchronous=FULL), what a borrower's writes
+	// must match.
+	durable bool
 	// fts is true when the full-text index exists (Open made it);
 	// indexedEvents and indexedCheckpoints are the last rowids this store
 	// indexed (under writeMu), see indexUpTo.
@@ -123,8 +131,6 @@ type Store struct {
 		closed bool
 	}
 }
-
-var _ Auditor = (*Store)(nil)
 
 // Opened is what Open changed in the file: the schema objects it created
 // (tables, indexes, triggers, the full-text index) and whether it switched
@@ -272,10 +278,55 @@ func newStore(ctx context.Context, db *sql.DB, path, syncLevel string, log hclog
 		s.Close()
 		return nil, fmt.Errorf("memory: prepare: %w", err)
 	}
-	// The audit writer shares the store's write mutex; it starts with the
-	// first row, because OpenExisting may have no query_log.
-	s.audit = newAuditWriter(db, path, syncLevel == synchronousFull, &s.writeMu, func() time.Time { return s.now() }, log)
+	s.durable = syncLevel == synchronousFull
 	return s, nil
+}
+
+// Shared is what a writer of the store's database borrows from the store
+// (the audit queue, package audit, writes query_log through it): the
+// connection pool, the file, the mutex that serialises this process's
+// writers, the store's clock, and whether commits must sync.
+type Shared struct {
+	DB      *sql.DB
+	Path    string
+	WriteMu *sync.Mutex
+	Now     func() time.Time
+	Durable bool
+	Log     hclog.Logger
+}
+
+// Share lends the store's database to another writer; onClose, when not
+// nil, runs when the store closes, before its connections do (so that the
+// borrower finishes its writes).
+func (s *Store) Share(onClose func()) Shared {
+	if onClose != nil {
+		s.closeFirst.Lock()
+		s.closeFirst.fns = append(s.closeFirst.fns, onClose)
+		s.closeFirst.Unlock()
+	}
+	return Shared{DB: s.db, Path: s.path, WriteMu: &s.writeMu, Now: func() time.Time { return s.now() }, Durable: s.durable, Log: s.log}
+}
+
+// OpenQueryLog opens or creates a database at path (and its parent
+// folder) that holds only the query_log part of the server schema, in WAL
+// mode with synchronous=FULL: the read-only profile's separate audit file
+// (package audit's Open). It returns the pool and the absolute path.
+func OpenQueryLog(ctx context.Context, path string, log hclog.Logger) (*sql.DB, string, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	db, abs, _, err := create(ctx, path, "audit", synchronousFull, log)
+	if err != nil {
+		return nil, "", err
+	}
+	if err = checkColumns(ctx, db, TableQueryLog); err == nil {
+		err = bootstrap(ctx, db, auditDDL)
+	}
+	if err != nil {
+		db.Close()
+		return nil, "", fmt.Errorf("memory: audit database %s: %w", abs, err)
+	}
+	return db, abs, nil
 }
 
 // Synchronous levels (PRAGMA synchronous) of the memory connections.
@@ -378,12 +429,16 @@ func sqliteCode(err error) int {
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close writes the queued audit rows (see AuditFlushTimeout) and closes
-// the store's connections.
+// Close runs what Share's borrowers asked for (the audit queue writes its
+// rows) and closes the store's connections.
 func (s *Store) Close() error {
 	s.stopCatchUp()
-	if s.audit != nil {
-		s.audit.close()
+	s.closeFirst.Lock()
+	fns := s.closeFirst.fns
+	s.closeFirst.fns = nil
+	s.closeFirst.Unlock()
+	for _, fn := range fns {
+		fn()
 	}
 	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints} {
 		if st != nil {
@@ -499,7 +554,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) on the store's pool,
-// for [Store.AppendTx] and [Store.AuditTx] beside the caller's own
+// for [Store.AppendTx] (and audit.WriteTx) beside the caller's own
 // statements.
 func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }
 

@@ -190,10 +190,10 @@ func TestNotADatabase(t *testing.T) {
 			for opener, open := range map[string]func() error{
 				"Open":         func() error { s, err := Open(ctx, path, nil); closeIf(s); return err },
 				"OpenExisting": func() error { s, err := OpenExisting(ctx, path, nil); closeIf(s); return err },
-				"OpenAudit": func() error {
-					a, err := OpenAudit(ctx, path, nil)
-					if a != nil {
-						a.Close()
+				"OpenQueryLog": func() error {
+					db, _, err := OpenQueryLog(ctx, path, nil)
+					if db != nil {
+						db.Close()
 					}
 					return err
 				},
@@ -443,13 +443,8 @@ func TestAppendOnlyTriggers(t *testing.T) {
 	if _, err := s.Checkpoint(ctx, "s", "y"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Audit(ctx, AuditEntry{Session: "s", Tool: "append_event", OK: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushAudit(ctx); err != nil {
-		t.Fatal(err)
-	}
 	raw := rawDB(t, path)
+	mustExec(t, raw, `INSERT INTO query_log (ts, session, tool, ok, duration_ms) VALUES ('t', 's', 'append_event', 1, 0)`)
 	for _, table := range []string{TableEvents, TableCheckpoints, TableQueryLog} {
 		for _, q := range []string{
 			`UPDATE ` + table + ` SET ts = 'x'`,

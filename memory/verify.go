@@ -363,7 +363,7 @@ func (b *chainBatch) check(found *hashBreak, canon *[]byte) {
 		c = strconv.AppendInt(c, e.id, 10)
 		from := start
 		for _, end := range e.ends[:5] {
-			c = appendCanonicalBytes(append(c, ','), b.raw[from:end])
+			c = AppendCanonicalBytes(append(c, ','), b.raw[from:end])
 			from = end
 		}
 		c = append(c, ']')

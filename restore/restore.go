@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
@@ -607,7 +608,7 @@ func record(ctx context.Context, store *memory.Store, tx *sql.Tx, o Options, res
 	if res.Safety != "" {
 		detail["safety_snapshot"] = res.Safety
 	}
-	err = store.AuditTx(ctx, tx, memory.AuditEntry{
+	err = audit.WriteTx(ctx, tx, audit.Entry{
 		TS: started, Session: session, Tool: "restore",
 		Query: sql.NullString{String: o.Snapshot, Valid: true}, OK: true,
 		Duration: time.Since(started), Detail: detail,

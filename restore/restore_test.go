@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
@@ -67,10 +68,11 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 		t.Fatal(err)
 	}
 	// The audit row the server writes for a snapshot it took.
-	if err := store.Audit(ctx, memory.AuditEntry{TS: time.Now(), Session: "s", Tool: "snapshot", OK: true, Detail: map[string]any{"snapshot": snap, "reason": "before the change"}}); err != nil {
+	queue := audit.ForStore(store)
+	if err := queue.Audit(ctx, audit.Entry{TS: time.Now(), Session: "s", Tool: "snapshot", OK: true, Detail: map[string]any{"snapshot": snap, "reason": "before the change"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.FlushAudit(ctx); err != nil {
+	if err := queue.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustExec(t, db, `DELETE FROM notes WHERE id = 1; DROP TABLE tags; DROP VIEW long_notes; CREATE TABLE later (x);

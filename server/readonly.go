@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
 // Readonly profile limits (SPEC 6).
@@ -26,16 +26,16 @@ func (s *Server) openReadonly(ctx context.Context) error {
 	if fi.IsDir() {
 		return fmt.Errorf("%s is a folder; point --db at a SQLite file", s.dbPath)
 	}
-	auditors := []memory.Auditor{memory.NewLogAuditor(s.log.Named("audit"))}
+	auditors := []audit.Auditor{audit.NewLog(s.log.Named("audit"))}
 	if s.cfg.AuditDB != "" {
-		a, err := memory.OpenAudit(ctx, s.cfg.AuditDB, s.log.Named("audit"))
+		a, err := audit.Open(ctx, s.cfg.AuditDB, s.log.Named("audit"))
 		if err != nil {
 			return fmt.Errorf("open --audit-db %s: %w", s.cfg.AuditDB, err)
 		}
 		s.closers = append(s.closers, a)
 		auditors = append(auditors, a)
 	}
-	s.auditor = memory.MultiAuditor(auditors...)
+	s.auditor = audit.Multi(auditors...)
 	return nil
 }
 

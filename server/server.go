@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
@@ -50,7 +51,7 @@ type Server struct {
 
 	spawner *ipc.Spawner
 	store   *memory.Store // nil in the readonly profile
-	auditor memory.Auditor
+	auditor audit.Auditor
 	// closers are closed first at shutdown, in order: the store (whose
 	// close writes the queued audit rows), the readonly profile's audit
 	// file, the workers' temporary folder.
@@ -109,7 +110,7 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		return nil, err
 	}
 	if cfg.AuditQueryBytes <= 0 {
-		cfg.AuditQueryBytes = memory.DefaultAuditQueryBytes
+		cfg.AuditQueryBytes = audit.DefaultQueryBytes
 	}
 	s := &Server{cfg: cfg, log: log, dbPath: abs, session: memory.NewSession(time.Now()), noPrewake: os.Getenv("MCP_SQLITE_PREWAKE") == "0"}
 	s.shutdown, s.beginShutdown = context.WithCancel(context.Background())
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 			}
 			return nil, fmt.Errorf("open %s: %w", abs, err)
 		}
-		s.store, s.auditor = store, store
+		s.store, s.auditor = store, audit.ForStore(store)
 		s.closers = append(s.closers, store)
 		if msg := before.changed(store.Opened()); msg != "" {
 			log.Warn(msg)
@@ -377,9 +378,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 		// Replies do not wait for their audit rows; this call waits, if
 		// ever, for the rows of the calls answered before it, so that it
 		// reads them (an agent's query_errors right after a failure).
-		if a, ok := s.auditor.(interface{ AwaitAudit() }); ok {
-			a.AwaitAudit()
-		}
+		s.auditor.AwaitAudit()
 		ctx, cancel := context.WithCancel(reqCtx)
 		defer cancel()
 		defer context.AfterFunc(s.shutdown, cancel)()
@@ -450,7 +449,7 @@ func (s *Server) result(bulk bulker, out outcome, err error, jsonTool bool) *mcp
 // is bounded (--audit-query-bytes), so no call can grow the log without
 // bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
-	e := memory.AuditEntry{
+	e := audit.Entry{
 		TS: start, Session: s.sessionOf(c.agent), Tool: tool, Query: c.query, OK: err == nil,
 		Rows: c.rows, Duration: time.Since(start), Detail: c.detail,
 	}

@@ -2,11 +2,15 @@ package tests
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // runCLI runs the server binary with args and returns stdout, stderr and
@@ -106,5 +110,76 @@ func TestExportImportOverCLI(t *testing.T) {
 	// A target that already holds events.
 	if _, errOut, code := runCLI(t, exported, "import", "--db", ref, "-"); code != 2 || !strings.Contains(errOut, "already holds memory events") {
 		t.Fatalf("non-empty target: %d %q", code, errOut)
+	}
+}
+
+// A memory whose texts hold bytes that are not UTF-8 (another program
+// wrote them; the chain hashes the bytes as stored, so verify --db calls
+// it intact) exports to a file that verify --jsonl accepts and import
+// rebuilds with identical rows (issue 43 item 8): each such byte travels
+// as \udcXX.
+func TestExportNotUTF8OverCLI(t *testing.T) {
+	t.Parallel()
+	dir := testDir(t)
+	ref := referenceDB(t)
+	db := openDirect(t, ref)
+	var head int64
+	var prev string
+	if err := db.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&head, &prev); err != nil {
+		t.Fatal(err)
+	}
+	// Latin-1 é, a lone 0xff, a truncated sequence, a surrogate in
+	// CESU-8, next to UTF-8 text; nothing the canonical form escapes, so
+	// the canonical bytes below are written by hand.
+	content := []byte("caf\xe9 \xff\xfe then \xe6\x97 and \xed\xa0\x80, beside é and \u65e5")
+	const ts, sess = "2026-03-01T08:00:00Z", "20260301T080000Z-0bad"
+	canon := fmt.Appendf(nil, `[%d,"%s","%s","note","%s","%s"]`, head+1, ts, sess, content, prev)
+	sum := sha256.Sum256(canon)
+	hash := hex.EncodeToString(sum[:])
+	if _, err := db.Exec(`INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, 'note', CAST(? AS TEXT), ?, ?)`,
+		head+1, ts, sess, content, prev, hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) VALUES (?, ?, CAST(? AS TEXT), ?, ?)`,
+		ts, sess, []byte("summary \xc3\x28 not UTF-8"), head+1, hash); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// A server goes on appending on top of it.
+	s := start(t, ref)
+	s.ok("append_event", map[string]any{"content": "after the foreign bytes"})
+	s.c.Close()
+
+	wantVerify, _, code := runCLI(t, nil, "verify", "--db", ref)
+	if code != 0 || !strings.Contains(wantVerify, `"ok": true`) {
+		t.Fatalf("verify --db: %d %s", code, wantVerify)
+	}
+	export := filepath.Join(dir, "export.jsonl")
+	if out, errOut, code := runCLI(t, nil, "export", "--db", ref, "--out", export); code != 0 {
+		t.Fatalf("export: %d %q %q", code, out, errOut)
+	}
+	exported, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, errOut, code := runCLI(t, nil, "verify", "--jsonl", export); code != 0 || got != wantVerify {
+		t.Fatalf("verify --jsonl: %d %q %q, want %q", code, got, errOut, wantVerify)
+	}
+	if !utf8.Valid(exported) || !bytes.Contains(exported, []byte(`"content":"caf\udce9 \udcff\udcfe then \udce6\udc97 and \udced\udca0\udc80, beside é and 日"`)) ||
+		!bytes.Contains(exported, []byte(`"summary":"summary \udcc3( not UTF-8"`)) {
+		t.Fatalf("the export does not carry the bytes as \\udcXX:\n%s", exported)
+	}
+	imported := filepath.Join(dir, "imported.db")
+	if out, errOut, code := runCLI(t, nil, "import", "--db", imported, export); code != 0 {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	if got, _, code := runCLI(t, nil, "verify", "--db", imported); code != 0 || got != wantVerify {
+		t.Fatalf("verify --db of the import: %d %q, want %q", code, got, wantVerify)
+	}
+	if got, want := memoryText(t, imported), memoryText(t, ref); got != want || !strings.Contains(got, string(content)) {
+		t.Fatalf("rows differ:\n%q\n---\n%q", got, want)
+	}
+	if second, errOut, code := runCLI(t, nil, "export", "--db", imported); code != 0 || second != string(exported) {
+		t.Fatalf("second export (%d, %q) differs:\n%s\n---\n%s", code, errOut, exported, second)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/portable"
 )
 
 // page is what the layout shows around a page's own data.
@@ -183,7 +184,7 @@ func (u *UI) export(w http.ResponseWriter, r *http.Request) {
 		}
 		return r
 	}, u.opt.Stem)+`.jsonl"`)
-	if _, err := u.store.Export(ctx, w, nil); err != nil {
+	if _, err := portable.Export(ctx, u.store, w, nil); err != nil {
 		u.opt.Log.Warn("ui: export failed", "error", err)
 	}
 }

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/portable"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
@@ -67,18 +69,19 @@ func fixture(t *testing.T, events int) (db, snapDir string) {
 	taken := time.Now().UTC()
 	snap := filepath.Join(snapDir, snapshot.FileName("mem", "", taken))
 	now := taken.Add(-time.Second)
-	for _, e := range []memory.AuditEntry{
+	queue := audit.ForStore(s)
+	for _, e := range []audit.Entry{
 		{TS: now, Session: "20260101T000000Z-beef", Tool: "read_query", Query: sql.NullString{String: "SELECT 1", Valid: true}, OK: true, Rows: sql.NullInt64{Int64: 1, Valid: true}, Duration: 3 * time.Millisecond},
 		{TS: now, Session: "20260101T000000Z-beef", Tool: "write_query", Query: sql.NullString{String: "DROP TABLE t " + payload, Valid: true}, Error: "READ_ONLY_VIOLATION: DROP TABLE is not allowed in write_query; use destructive_query", Duration: 5 * time.Millisecond},
 		{TS: now, Session: "20260101T000000Z-cafe@alice", Tool: "read_query", Query: sql.NullString{String: "SELECT * FROM nope", Valid: true}, Error: "SQL_ERROR: no such table: nope", Duration: 2 * time.Millisecond},
 		{TS: now, Session: "20260101T000000Z-cafe@alice", Tool: "destructive_query", Query: sql.NullString{String: "DELETE FROM notes WHERE id = 1", Valid: true}, OK: true, Rows: sql.NullInt64{Int64: 1, Valid: true}, Duration: 40 * time.Millisecond,
 			Detail: map[string]any{"reason": "drop the stale note", "snapshot": snap}},
 	} {
-		if err := s.Audit(ctx, e); err != nil {
+		if err := queue.Audit(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.FlushAudit(ctx); err != nil {
+	if err := queue.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -237,7 +240,7 @@ func TestExportIsTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if _, err := s.Export(context.Background(), &want, nil); err != nil {
+	if _, err := portable.Export(context.Background(), s, &want, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -1,4 +1,4 @@
-package memory
+package portable
 
 import (
 	"bufio"
@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // An export is untrusted input (SPEC 5.4): whoever hands a person a file
@@ -18,6 +21,61 @@ import (
 // and Python read "benign"), and it turns bytes that are not UTF-8, and
 // \u escapes of lone surrogates, into U+FFFD. Here a key matches exactly,
 // appears once, and text is UTF-8 or the line is refused.
+
+// Bytes that are not UTF-8. Another program can store them in a text
+// column (the sqlite3 CLI's CAST(x'ff' AS TEXT), a hook); the chain
+// hashes the bytes as stored, so such a memory verifies. An export carries
+// each such byte b as the JSON escape \udcXX (XX = b), the lone low
+// surrogate U+DC80..U+DCFF that Python's "surrogateescape" error handler
+// (PEP 383) decodes it to: Python's json.loads(line)[k].encode("utf-8",
+// "surrogateescape") gives the stored bytes back, and so does this reader.
+// The line stays UTF-8 (the escape is ASCII), the hash covers the stored
+// bytes, and the form is canonical: an escape stands only for a byte that
+// is not part of UTF-8 text where it stands (a reader that takes
+// \udcc3\udca9 for "é" would give two files for one row), every other
+// lone surrogate is refused as before. A reader that does not know the
+// convention (jq, Go's encoding/json) reads U+FFFD, and the hash it
+// computes does not check: it cannot be shown another text, only fail.
+
+// appendExportBytes appends s as an export writes every string: the
+// chain's canonical form (SPEC 5.1) where s is UTF-8, and each byte that
+// is not part of UTF-8 text as \udcXX.
+func appendExportBytes(dst, s []byte) []byte {
+	if utf8.Valid(s) {
+		return memory.AppendCanonicalBytes(dst, s)
+	}
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				dst = render.AppendJSONEscape(dst, c)
+			} else {
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, '\\', 'u', 'd', 'c', lowerHex[c>>4], lowerHex[c&0xf])
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+// appendExportString is appendExportBytes for a string.
+func appendExportString(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return render.AppendJSONString(dst, s, render.KeepBytes)
+	}
+	return appendExportBytes(dst, []byte(s))
+}
+
+const lowerHex = "0123456789abcdef"
 
 // MaxLineBytes bounds one line of an export (docs/recall.md): the longest
 // event an export holds is far shorter, and a reader that took any length
@@ -209,6 +267,8 @@ func (p *lineParser) str() (string, error) {
 		return string(p.b[start : p.pos-1]), nil
 	}
 	out := append([]byte(nil), p.b[start:p.pos]...)
+	// rawBytes are the offsets in out of the bytes \udcXX escapes gave.
+	var rawBytes []int
 	for {
 		if p.pos >= len(p.b) {
 			return "", p.errorf("unterminated string")
@@ -217,6 +277,9 @@ func (p *lineParser) str() (string, error) {
 		switch {
 		case c == '"':
 			p.pos++
+			if err := canonicalRawBytes(out, rawBytes); err != nil {
+				return "", p.errorf("%v", err)
+			}
 			return string(out), nil
 		case c < 0x20:
 			return "", p.errorf("a control character (0x%02x) in a string must be escaped", c)
@@ -248,6 +311,12 @@ func (p *lineParser) str() (string, error) {
 			if !ok {
 				return "", p.errorf(`a \u escape needs four hex digits`)
 			}
+			if r >= 0xdc80 && r <= 0xdcff {
+				// A byte that is not UTF-8 (appendExportBytes).
+				rawBytes = append(rawBytes, len(out))
+				out = append(out, byte(r))
+				continue
+			}
 			if utf16.IsSurrogate(r) {
 				lo := rune(-1)
 				if p.pos+1 < len(p.b) && p.b[p.pos] == '\\' && p.b[p.pos+1] == 'u' {
@@ -266,6 +335,28 @@ func (p *lineParser) str() (string, error) {
 			return "", p.errorf("unknown escape \\%c", e)
 		}
 	}
+}
+
+// canonicalRawBytes checks that the bytes \udcXX escapes gave (at the
+// offsets raw, in order) are exactly the bytes of s that are not part of
+// UTF-8 text: an escape never stands for text, and no stored byte is
+// written two ways.
+func canonicalRawBytes(s []byte, raw []int) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRune(s[i:])
+		escaped := len(raw) > 0 && raw[0] < i+size
+		switch {
+		case r == utf8.RuneError && size == 1 && escaped:
+			raw = raw[1:]
+		case escaped:
+			return fmt.Errorf(`\udc%02x stands for a byte of the UTF-8 text %q; a \udcXX escape is only for a byte that is not UTF-8 text, and text is written as itself`, s[raw[0]], s[i:i+size])
+		}
+		i += size
+	}
+	return nil
 }
 
 func (p *lineParser) hex4() (rune, bool) {

@@ -1,4 +1,4 @@
-package memory
+package audit
 
 import (
 	"bytes"
@@ -56,8 +56,8 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	return release
 }
 
-func entry(i int) AuditEntry {
-	return AuditEntry{Session: "S", Tool: "read_query", Query: sql.NullString{String: fmt.Sprintf("SELECT %d", i), Valid: true}, OK: true}
+func entry(i int) Entry {
+	return Entry{Session: "S", Tool: "read_query", Query: sql.NullString{String: fmt.Sprintf("SELECT %d", i), Valid: true}, OK: true}
 }
 
 func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
@@ -67,7 +67,7 @@ func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	var logs syncBuffer
-	s, err := Open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	s, err := open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
 	}
 	// FlushAudit returns when the rows are written, which is before the
 	// writer logs its recovery; once the writer has ended, its lines are in.
-	s.audit.close()
+	s.Queue.Close()
 	if n := logs.count("audit rows are waiting"); n != 1 {
 		t.Errorf("%d waiting lines, want one per episode:\n%s", n, logs.buf.String())
 	}
@@ -116,7 +116,7 @@ func TestAuditQueueWaitsForTheLockInOrder(t *testing.T) {
 func TestAuditCloseFlushes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "a.db")
-	a, err := OpenAudit(ctx, path, nil)
+	a, err := Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,13 +134,13 @@ func TestAuditCloseFlushes(t *testing.T) {
 }
 
 func TestAuditCloseGivesUpToTheLog(t *testing.T) {
-	old := AuditFlushTimeout
-	AuditFlushTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { AuditFlushTimeout = old })
+	old := FlushTimeout
+	FlushTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { FlushTimeout = old })
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	var logs syncBuffer
-	s, err := Open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	s, err := open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,49 +159,34 @@ func TestAuditCloseGivesUpToTheLog(t *testing.T) {
 	if logs.count("query=\"SELECT 1\"") != 1 {
 		t.Fatalf("the log does not carry the row:\n%s", logs.buf.String())
 	}
-	if err := s.Audit(ctx, entry(7)); !errors.Is(err, ErrAuditClosed) || logs.count("SELECT 7") != 1 {
+	if err := s.Audit(ctx, entry(7)); !errors.Is(err, ErrClosed) || logs.count("SELECT 7") != 1 {
 		t.Fatalf("audit after close: %v", err)
 	}
-}
-
-func TestOpenWhileAnotherProcessWrites(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
-	s := openStore(t, path)
-	s.Close()
-	holdWriteLock(t, path)
-	// Bootstrapped already: opening reads only, so it does not wait for
-	// (or fail on) the lock.
-	s2, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatalf("open while another connection holds the write lock: %v", err)
-	}
-	s2.Close()
 }
 
 func TestBound(t *testing.T) {
 	long := strings.Repeat("é", 10) // 20 bytes
 	tests := []struct {
 		name       string
-		in         AuditEntry
+		in         Entry
 		max        int
 		wantQuery  string
 		wantError  string
 		wantDetail string
 	}{
-		{"short stays", AuditEntry{Query: sql.NullString{String: "SELECT 1", Valid: true}, Detail: map[string]any{"limit": 1}},
+		{"short stays", Entry{Query: sql.NullString{String: "SELECT 1", Valid: true}, Detail: map[string]any{"limit": 1}},
 			16, "SELECT 1", "", `{"limit": 1}`},
-		{"cut at a character boundary", AuditEntry{Query: sql.NullString{String: "a" + long, Valid: true}},
+		{"cut at a character boundary", Entry{Query: sql.NullString{String: "a" + long, Valid: true}},
 			8, "aééé", "",
 			`{"query_bytes": 21, "query_sha256": "` + sha256Hex("a"+long) + `"}`},
-		{"detail kept beside the query note", AuditEntry{Query: sql.NullString{String: long, Valid: true}, Detail: map[string]any{"limit": 1}},
+		{"detail kept beside the query note", Entry{Query: sql.NullString{String: long, Valid: true}, Detail: map[string]any{"limit": 1}},
 			64, long, "", `{"limit": 1}`},
-		{"error cut", AuditEntry{Error: "SQL_ERROR: " + long},
+		{"error cut", Entry{Error: "SQL_ERROR: " + long},
 			16, "", "SQL_ERROR: éé...[+16 bytes]", ""},
-		{"huge detail replaced", AuditEntry{Detail: map[string]any{"where": strings.Repeat("x", 100)}},
+		{"huge detail replaced", Entry{Detail: map[string]any{"where": strings.Repeat("x", 100)}},
 			16, "", "",
 			`{"detail_bytes": 113, "detail_prefix": "{\"where\": \"xxxxx", "detail_sha256": "` + sha256Hex(`{"where": "`+strings.Repeat("x", 100)+`"}`) + `"}`},
-		{"no limit", AuditEntry{Query: sql.NullString{String: long, Valid: true}}, 0, long, "", ""},
+		{"no limit", Entry{Query: sql.NullString{String: long, Valid: true}}, 0, long, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +210,7 @@ func TestAuditQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	var logs syncBuffer
-	s, err := Open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	s, err := open(ctx, path, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,20 +251,22 @@ func TestAuditSyncsPerBatch(t *testing.T) {
 	}{{"durable store", true, true}, {"benchmark's NORMAL yardstick", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			level := synchronousFull
-			if !tc.durable {
-				level = synchronousNormal
-			}
-			s, err := open(ctx, filepath.Join(t.TempDir(), "m.db"), level, nil)
-			if err != nil {
-				t.Fatal(err)
+			path := filepath.Join(t.TempDir(), "m.db")
+			var s *testStore
+			if tc.durable {
+				var err error
+				if s, err = open(ctx, path, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				s = openNormal(t, path)
 			}
 			for i := range 200 {
 				if err := s.Audit(ctx, entry(i)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			w := s.audit
+			w := s.Queue
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +293,7 @@ func TestAuditNeverDelaysTheReply(t *testing.T) {
 	t.Cleanup(func() { auditSettle = old })
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	s, err := Open(ctx, path, nil)
+	s, err := open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,9 @@
-package memory
+// Package portable moves a memory between files (SPEC 5.4): export
+// writes the chain's events and checkpoints as JSON Lines, VerifyJSONL
+// checks such a file offline, and Import builds a new database whose rows
+// and hashes are the exported ones. An export is untrusted input: it is
+// read strictly (jsonline.go).
+package portable
 
 import (
 	"bufio"
@@ -14,9 +19,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/osfile"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
 )
 
 // Portable memory (SPEC 5.4): the chain as JSON Lines, one object a line,
@@ -28,9 +34,10 @@ import (
 // Events in id order; each checkpoint follows the event it is anchored to
 // (last_event_id; a checkpoint of the empty chain comes first). Strings are
 // written in the chain's canonical form (SPEC 5.1: UTF-8 kept raw, only '"',
-// '\\' and control characters escaped), so an export is deterministic: the
-// same rows always give the same bytes, and export -> import -> export is
-// byte-identical. Any JSON reader reads it.
+// '\\' and control characters escaped; a byte that is not UTF-8 as \udcXX,
+// see jsonline.go), so an export is deterministic: the same rows always
+// give the same bytes, and export -> import -> export is byte-identical.
+// Any JSON reader reads it.
 
 // ExportStats counts what Export wrote.
 type ExportStats struct {
@@ -45,35 +52,37 @@ const exportProgressEvery = 50_000
 // from one read transaction (a consistent snapshot while appends go on).
 // progress, when not nil, is called every exportProgressEvery events with
 // the events written and the chain's highest id. Export does not judge the
-// chain; verify the export (VerifyJSONL) or the database for that.
-func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (ExportStats, error) {
+// chain; verify the export (VerifyJSONL) or the database for that. It
+// refuses only what an export cannot carry: an event column stored as
+// something other than text, which Verify counts as a break.
+func Export(ctx context.Context, s *memory.Store, w io.Writer, progress func(done, total int64)) (ExportStats, error) {
 	var st ExportStats
-	c, err := rawsqlite.Open(s.path, rawsqlite.ReadOnly)
+	c, err := rawsqlite.Open(s.Path(), rawsqlite.ReadOnly)
 	if err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, c.Interrupt)
 	defer stop()
-	if err := c.BusyTimeout(BusyTimeout); err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+	if err := c.BusyTimeout(memory.BusyTimeout); err != nil {
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	if err := c.Exec("BEGIN"); err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	defer func() { _ = c.Exec("ROLLBACK") }()
 
 	checkpoints, err := readCheckpoints(c)
 	if err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	var total int64
 	if err := queryOne(c, `SELECT coalesce(max(id), 0) FROM memory_events`, func(q *rawsqlite.Stmt) { total = q.ColumnInt64(0) }); err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	rows, _, err := c.Prepare(`SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events ORDER BY id`)
 	if err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	defer rows.Finalize()
 
@@ -93,23 +102,29 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 	for {
 		ok, err := rows.Step()
 		if err != nil {
-			return st, fmt.Errorf("memory: export: %w", err)
+			return st, fmt.Errorf("portable: export: %w", err)
 		}
 		if !ok {
 			break
 		}
 		id := rows.ColumnInt64(0)
 		if err := flushCheckpoints(id); err != nil {
-			return st, fmt.Errorf("memory: export: %w", err)
+			return st, fmt.Errorf("portable: export: %w", err)
 		}
 		line = append(line[:0], `{"type":"event","id":`...)
 		line = strconv.AppendInt(line, id, 10)
-		for i, name := range [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`} {
-			line = appendCanonicalBytes(append(line, name...), rows.ColumnTextView(i+1))
+		for i, name := range eventFields {
+			// Verify counts a value that is not text (a BLOB another
+			// program stored) as a break; an export holds strings only
+			// and would read as intact.
+			if typ := rows.ColumnType(i + 1); typ != rawsqlite.TypeText {
+				return st, fmt.Errorf("portable: export: event %d: its %s is stored as %s, not text, so the chain is broken there (verify --db says so) and an export, which holds text only, would hide the break; the export stops there", id, name[2:len(name)-2], storageClass(typ))
+			}
+			line = appendExportBytes(append(line, name...), rows.ColumnTextView(i+1))
 		}
 		line = append(line, "}\n"...)
 		if _, err := bw.Write(line); err != nil {
-			return st, fmt.Errorf("memory: export: %w", err)
+			return st, fmt.Errorf("portable: export: %w", err)
 		}
 		st.Events++
 		if progress != nil && st.Events%exportProgressEvery == 0 {
@@ -117,10 +132,10 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 		}
 	}
 	if err := flushCheckpoints(1<<63 - 1); err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return st, fmt.Errorf("memory: export: %w", err)
+		return st, fmt.Errorf("portable: export: %w", err)
 	}
 	if progress != nil {
 		progress(st.Events, total)
@@ -128,20 +143,38 @@ func (s *Store) Export(ctx context.Context, w io.Writer, progress func(done, tot
 	return st, nil
 }
 
+// eventFields are the keys of an event line after "id", in column order.
+var eventFields = [...]string{`,"ts":`, `,"session":`, `,"kind":`, `,"content":`, `,"prev_hash":`, `,"hash":`}
+
+// storageClass names a SQLite storage class as typeof() does.
+func storageClass(typ int) string {
+	switch typ {
+	case rawsqlite.TypeBlob:
+		return "a blob"
+	case rawsqlite.TypeNull:
+		return "null"
+	case rawsqlite.TypeInteger:
+		return "an integer"
+	case rawsqlite.TypeFloat:
+		return "a real"
+	}
+	return "text"
+}
+
 // readCheckpoints reads every checkpoint, ordered as the export writes them.
-func readCheckpoints(c *rawsqlite.Conn) ([]Checkpoint, error) {
+func readCheckpoints(c *rawsqlite.Conn) ([]memory.Checkpoint, error) {
 	q, _, err := c.Prepare(`SELECT id, ts, session, summary, last_event_id, head_hash FROM memory_checkpoints ORDER BY last_event_id, id`)
 	if err != nil {
 		return nil, err
 	}
 	defer q.Finalize()
-	var out []Checkpoint
+	var out []memory.Checkpoint
 	for {
 		ok, err := q.Step()
 		if err != nil || !ok {
 			return out, err
 		}
-		out = append(out, Checkpoint{
+		out = append(out, memory.Checkpoint{
 			ID: q.ColumnInt64(0), TS: q.ColumnText(1), Session: q.ColumnText(2), Summary: q.ColumnText(3),
 			LastEventID: q.ColumnInt64(4), HeadHash: q.ColumnText(5),
 		})
@@ -161,14 +194,14 @@ func queryOne(c *rawsqlite.Conn, sql string, read func(*rawsqlite.Stmt)) error {
 	return err
 }
 
-func appendCheckpointLine(dst []byte, c Checkpoint) []byte {
+func appendCheckpointLine(dst []byte, c memory.Checkpoint) []byte {
 	dst = append(dst, `{"type":"checkpoint","id":`...)
 	dst = strconv.AppendInt(dst, c.ID, 10)
-	dst = render.AppendJSONString(append(dst, `,"ts":`...), c.TS, render.KeepBytes)
-	dst = render.AppendJSONString(append(dst, `,"session":`...), c.Session, render.KeepBytes)
-	dst = render.AppendJSONString(append(dst, `,"summary":`...), c.Summary, render.KeepBytes)
+	dst = appendExportString(append(dst, `,"ts":`...), c.TS)
+	dst = appendExportString(append(dst, `,"session":`...), c.Session)
+	dst = appendExportString(append(dst, `,"summary":`...), c.Summary)
 	dst = strconv.AppendInt(append(dst, `,"last_event_id":`...), c.LastEventID, 10)
-	dst = render.AppendJSONString(append(dst, `,"head_hash":`...), c.HeadHash, render.KeepBytes)
+	dst = appendExportString(append(dst, `,"head_hash":`...), c.HeadHash)
 	return append(dst, "}\n"...)
 }
 
@@ -182,7 +215,7 @@ type LineError struct {
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // ErrTargetNotEmpty: Import's target already holds memory rows.
-var ErrTargetNotEmpty = errors.New("the target database already holds memory events or checkpoints; import builds a new memory, into a new file or one without them")
+var ErrTargetNotEmpty = memory.ErrTargetNotEmpty
 
 // exportKeys are the keys of each kind of line, exactly as Export writes
 // them (and "type").
@@ -198,7 +231,7 @@ var intKeys = map[string]bool{"id": true, "last_event_id": true}
 // number and its event or checkpoint (isEvent tells which). A line that is
 // not one JSON object of either shape, keys matched exactly and each once,
 // UTF-8 and at most MaxLineBytes long, is a *LineError.
-func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoint) error) error {
+func readItems(r io.Reader, fn func(line int, isEvent bool, e memory.Event, c memory.Checkpoint) error) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var buf []byte
 	for n := 1; ; n++ {
@@ -256,9 +289,9 @@ func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoin
 		}
 		str := func(k string) string { return values[k].str }
 		if typ.str == "event" {
-			err = fn(n, true, Event{ID: values["id"].num, TS: str("ts"), Session: str("session"), Kind: str("kind"), Content: str("content"), PrevHash: str("prev_hash"), Hash: str("hash")}, Checkpoint{})
+			err = fn(n, true, memory.Event{ID: values["id"].num, TS: str("ts"), Session: str("session"), Kind: str("kind"), Content: str("content"), PrevHash: str("prev_hash"), Hash: str("hash")}, memory.Checkpoint{})
 		} else {
-			err = fn(n, false, Event{}, Checkpoint{ID: values["id"].num, TS: str("ts"), Session: str("session"), Summary: str("summary"), LastEventID: values["last_event_id"].num, HeadHash: str("head_hash")})
+			err = fn(n, false, memory.Event{}, memory.Checkpoint{ID: values["id"].num, TS: str("ts"), Session: str("session"), Summary: str("summary"), LastEventID: values["last_event_id"].num, HeadHash: str("head_hash")})
 		}
 		if err != nil {
 			return err
@@ -266,40 +299,16 @@ func readItems(r io.Reader, fn func(line int, isEvent bool, e Event, c Checkpoin
 	}
 }
 
-// chainCheck checks events one at a time, in file order, as Verify checks
-// rows: ids 1, 2, 3, ..., each prev_hash the previous hash, each hash the
-// recomputed one. After the first break it only counts.
+// chainCheck is memory.ChainCheck with the checkpoints of an export:
+// each must follow the event it is anchored to.
 type chainCheck struct {
-	v Verification
+	*memory.ChainCheck
 	// lastCheckpoint is the id of the last checkpoint read.
 	lastCheckpoint int64
 }
 
 func newChainCheck() *chainCheck {
-	return &chainCheck{v: Verification{OK: true, HeadHash: GenesisHash}}
-}
-
-// add checks e and returns the reason it breaks the chain, or "".
-func (c *chainCheck) add(e Event) string {
-	c.v.Events++
-	if !c.v.OK {
-		return ""
-	}
-	reason := ""
-	switch {
-	case e.ID != c.v.HeadID+1:
-		reason = fmt.Sprintf(reasonGapFmt, c.v.HeadID+1, e.ID)
-	case e.PrevHash != c.v.HeadHash:
-		reason = fmt.Sprintf(reasonPrevFmt, e.ID-1)
-	case Hash(e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash) != e.Hash:
-		reason = reasonHash
-	}
-	if reason != "" {
-		c.v.OK, c.v.BreakAtID, c.v.Reason = false, e.ID, reason
-		return reason
-	}
-	c.v.HeadID, c.v.HeadHash = e.ID, e.Hash
-	return ""
+	return &chainCheck{ChainCheck: memory.NewChainCheck()}
 }
 
 // addCheckpoint checks c as Import does: ids increase, and each
@@ -307,16 +316,17 @@ func (c *chainCheck) add(e Event) string {
 // head_hash is that event's hash). It returns why c is refused, or "".
 // After a break of the chain there is no anchor to judge by: it only
 // counts (import refuses at the break).
-func (c *chainCheck) addCheckpoint(cp Checkpoint) string {
-	if !c.v.OK {
+func (c *chainCheck) addCheckpoint(cp memory.Checkpoint) string {
+	v := c.Result()
+	if !v.OK {
 		return ""
 	}
 	switch {
 	case cp.ID <= c.lastCheckpoint:
 		return fmt.Sprintf("checkpoint %d follows checkpoint %d; checkpoint ids must increase", cp.ID, c.lastCheckpoint)
-	case cp.LastEventID != c.v.HeadID:
-		return fmt.Sprintf("checkpoint %d is anchored to event %d but follows event %d; an export writes each checkpoint right after the event it is anchored to", cp.ID, cp.LastEventID, c.v.HeadID)
-	case cp.HeadHash != c.v.HeadHash:
+	case cp.LastEventID != v.HeadID:
+		return fmt.Sprintf("checkpoint %d is anchored to event %d but follows event %d; an export writes each checkpoint right after the event it is anchored to", cp.ID, cp.LastEventID, v.HeadID)
+	case cp.HeadHash != v.HeadHash:
 		return fmt.Sprintf("checkpoint %d's head_hash is not the hash of event %d, the event it is anchored to", cp.ID, cp.LastEventID)
 	}
 	c.lastCheckpoint = cp.ID
@@ -327,20 +337,20 @@ func (c *chainCheck) addCheckpoint(cp Checkpoint) string {
 // the events counted, the last good head, the first break and why. A line
 // that is not an export line, or a checkpoint that Import would refuse, is
 // a *LineError.
-func VerifyJSONL(r io.Reader) (Verification, error) {
+func VerifyJSONL(r io.Reader) (memory.Verification, error) {
 	check := newChainCheck()
-	err := readItems(r, func(line int, isEvent bool, e Event, c Checkpoint) error {
+	err := readItems(r, func(line int, isEvent bool, e memory.Event, c memory.Checkpoint) error {
 		if isEvent {
-			check.add(e)
+			check.Add(e)
 		} else if reason := check.addCheckpoint(c); reason != "" {
 			return &LineError{line, reason}
 		}
 		return nil
 	})
 	if err != nil {
-		return Verification{}, err
+		return memory.Verification{}, err
 	}
-	return check.v, nil
+	return check.Result(), nil
 }
 
 // ImportStats counts what Import wrote.
@@ -364,19 +374,19 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return ImportStats{}, fmt.Errorf("memory: %w", err)
+		return ImportStats{}, fmt.Errorf("portable: %w", err)
 	}
 	if _, err := os.Lstat(abs); !errors.Is(err, fs.ErrNotExist) {
 		return importInto(ctx, abs, false, r, log)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return ImportStats{}, fmt.Errorf("memory: create database folder: %w", err)
+		return ImportStats{}, fmt.Errorf("portable: create database folder: %w", err)
 	}
 	// No SQLite connection of this process has the file: creating it
 	// and closing the descriptor costs no lock.
 	f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".import-*")
 	if err != nil {
-		return ImportStats{}, fmt.Errorf("memory: import: %w", err)
+		return ImportStats{}, fmt.Errorf("portable: import: %w", err)
 	}
 	tmp := f.Name()
 	f.Close()
@@ -399,92 +409,39 @@ func Import(ctx context.Context, path string, r io.Reader, log hclog.Logger) (Im
 func placeImport(tmp, path string) error {
 	for _, side := range []string{"-wal", "-shm"} {
 		if fi, err := os.Stat(tmp + side); err == nil && fi.Size() > 0 && side == "-wal" {
-			return fmt.Errorf("memory: import: %s is left beside the new database after its close; nothing was imported", tmp+side)
+			return fmt.Errorf("portable: import: %s is left beside the new database after its close; nothing was imported", tmp+side)
 		}
 		_ = os.Remove(tmp + side)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("memory: import: %s appeared while the import ran; nothing was imported", path)
+		return fmt.Errorf("portable: import: %s appeared while the import ran; nothing was imported", path)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("memory: import: %w", err)
+		return fmt.Errorf("portable: import: %w", err)
 	}
 	osfile.SyncDir(filepath.Dir(path))
 	return nil
 }
 
 // importInto is Import into the database at path; fresh marks the
-// temporary file Import made (switched to WAL, as Open makes a file).
+// temporary file Import made.
 func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log hclog.Logger) (ImportStats, error) {
 	var st ImportStats
-	db, _, err := openDB(ctx, path, fresh, synchronousFull, log)
+	b, err := memory.BeginBuild(ctx, path, fresh, log)
 	if err != nil {
 		return st, err
 	}
-	defer db.Close()
-	if err := checkColumns(ctx, db, TableEvents, TableCheckpoints, TableQueryLog); err != nil {
-		return st, fmt.Errorf("memory: %s: %w", path, err)
-	}
-	if !fresh {
-		// A trigger there would run inside the import's inserts.
-		if err := checkForeign(path); err != nil {
-			return st, err
-		}
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return st, fmt.Errorf("memory: import: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return st, fmt.Errorf("memory: import: schema: %w", err)
-		}
-	}
-	fts := true
-	for _, stmt := range indexDDL {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			// As Open: without an index the chain works; the server
-			// tries again at start.
-			log.Warn("could not create the full-text index of the memory; the server builds it at start", "error", err)
-			fts = false
-			break
-		}
-	}
-	var held int64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM memory_events) + (SELECT count(*) FROM memory_checkpoints)`).Scan(&held); err != nil {
-		return st, fmt.Errorf("memory: import: %w", err)
-	}
-	if held > 0 {
-		return st, ErrTargetNotEmpty
-	}
-	// A page cache that holds the hash index (about 100 MB for 1M events):
-	// random inserts into it thrash the default 2 MB one on a long chain.
-	// It is a ceiling, filled only as far as the import needs.
-	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
-		return st, fmt.Errorf("memory: import: %w", err)
-	}
-	insEvent, err := tx.PrepareContext(ctx, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return st, fmt.Errorf("memory: import: %w", err)
-	}
-	defer insEvent.Close()
-	insCheckpoint, err := tx.PrepareContext(ctx, `INSERT INTO memory_checkpoints (id, ts, session, summary, last_event_id, head_hash) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return st, fmt.Errorf("memory: import: %w", err)
-	}
-	defer insCheckpoint.Close()
-
+	defer b.Close()
 	check := newChainCheck()
-	err = readItems(r, func(line int, isEvent bool, e Event, c Checkpoint) error {
+	err = readItems(r, func(line int, isEvent bool, e memory.Event, c memory.Checkpoint) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if isEvent {
-			if reason := check.add(e); reason != "" {
+			if reason := check.Add(e); reason != "" {
 				return &LineError{line, fmt.Sprintf("event %d breaks the chain: %s; nothing was imported", e.ID, reason)}
 			}
-			if _, err := insEvent.ExecContext(ctx, e.ID, e.TS, e.Session, e.Kind, e.Content, e.PrevHash, e.Hash); err != nil {
+			if err := b.AddEvent(ctx, e); err != nil {
 				return &LineError{line, fmt.Sprintf("event %d: %v", e.ID, err)}
 			}
 			st.Events++
@@ -493,7 +450,7 @@ func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log h
 		if reason := check.addCheckpoint(c); reason != "" {
 			return &LineError{line, reason + "; nothing was imported"}
 		}
-		if _, err := insCheckpoint.ExecContext(ctx, c.ID, c.TS, c.Session, c.Summary, c.LastEventID, c.HeadHash); err != nil {
+		if err := b.AddCheckpoint(ctx, c); err != nil {
 			return &LineError{line, fmt.Sprintf("checkpoint %d: %v", c.ID, err)}
 		}
 		st.Checkpoints++
@@ -502,16 +459,8 @@ func importInto(ctx context.Context, path string, fresh bool, r io.Reader, log h
 	if err != nil {
 		return ImportStats{}, err
 	}
-	if fts {
-		if err := indexThrough(ctx, tx, eventsIndex, 0, check.v.HeadID); err != nil {
-			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
-		}
-		if err := indexThrough(ctx, tx, checkpointsIndex, 0, check.lastCheckpoint); err != nil {
-			return ImportStats{}, fmt.Errorf("memory: import: index: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return ImportStats{}, fmt.Errorf("memory: import: commit: %w", err)
+	if err := b.Commit(ctx); err != nil {
+		return ImportStats{}, err
 	}
 	return st, nil
 }

@@ -1,25 +1,30 @@
-package memory
+package portable
 
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
 func exportOf(t *testing.T, path string) []byte {
 	t.Helper()
-	s, err := OpenExisting(context.Background(), path, nil)
+	s, err := memory.OpenExisting(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var b bytes.Buffer
-	if _, err := s.Export(context.Background(), &b, nil); err != nil {
+	if _, err := Export(context.Background(), s, &b, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -103,7 +108,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			}
 			// The import is indexed: recall works on the new file.
 			ts := openStore(t, target)
-			if got := matchIDs(t, ts.db, rankedSQL, "first OR notes"); len(got) == 0 {
+			if got := matchIDs(t, rawDB(t, target), rankedSQL, "first OR notes"); len(got) == 0 {
 				t.Fatal("imported events are not indexed")
 			}
 			if v, err := ts.Verify(ctx); err != nil || !v.OK {
@@ -114,8 +119,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	// The export's first lines, as the format promises.
 	lines := strings.Split(string(exportOf(t, empty)), "\n")
-	if !strings.HasPrefix(lines[0], `{"type":"checkpoint","id":1,"ts":"`) || !strings.Contains(lines[0], `"last_event_id":0,"head_hash":"`+GenesisHash+`"}`) ||
-		!strings.HasPrefix(lines[1], `{"type":"event","id":1,"ts":"`) || !strings.HasSuffix(lines[1], `"kind":"note","content":"first","prev_hash":"`+GenesisHash+`","hash":"`+lines[1][len(lines[1])-66:]) {
+	if !strings.HasPrefix(lines[0], `{"type":"checkpoint","id":1,"ts":"`) || !strings.Contains(lines[0], `"last_event_id":0,"head_hash":"`+memory.GenesisHash+`"}`) ||
+		!strings.HasPrefix(lines[1], `{"type":"event","id":1,"ts":"`) || !strings.HasSuffix(lines[1], `"kind":"note","content":"first","prev_hash":"`+memory.GenesisHash+`","hash":"`+lines[1][len(lines[1])-66:]) {
 		t.Fatalf("export lines: %q", lines)
 	}
 }
@@ -196,5 +201,146 @@ func TestImportRefuses(t *testing.T) {
 	full := copyReference(t)
 	if _, err := Import(ctx, full, bytes.NewReader(good), nil); !errors.Is(err, ErrTargetNotEmpty) {
 		t.Fatalf("non-empty target: %v", err)
+	}
+}
+
+// notUTF8Content is a content another program stored, with bytes that are
+// not UTF-8 of every sort beside UTF-8 text.
+const notUTF8Content = "caf\xe9 \xff\xfe, \xe6\x97 cut, \xed\xa0\x80 CESU, \xc0\x80 overlong, \xf4\x90\x80\x80 too high, \xc3é, é\xa9, \"q\" \\ tab\t日"
+
+// appendForeign appends an event as another program would, hashing the
+// bytes as stored (as Verify does), and a checkpoint anchored to it.
+func appendForeign(t *testing.T, path, content, summary string) {
+	t.Helper()
+	db := rawDB(t, path)
+	var head int64
+	prev := memory.GenesisHash
+	if err := db.QueryRow(`SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&head, &prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	const ts, sess = "2026-03-01T08:00:00Z", "20260301T080000Z-0bad"
+	hash := memory.Hash(head+1, ts, sess, "note", content, prev)
+	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (?, ?, ?, 'note', CAST(? AS TEXT), ?, ?)`,
+		head+1, ts, sess, []byte(content), prev, hash)
+	mustExec(t, db, `INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) VALUES (?, ?, CAST(? AS TEXT), ?, ?)`,
+		ts, sess, []byte(summary), head+1, hash)
+	db.Close()
+}
+
+// A memory that verifies exports, whatever bytes its texts hold (issue 43
+// item 8): verify --jsonl agrees with Verify, and the import's rows and
+// hashes are the stored ones, byte for byte.
+func TestExportImportNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	src := copyReference(t)
+	appendForeign(t, src, notUTF8Content, "summary \xc3\x28")
+	s := openStore(t, src)
+	if _, err := s.Append(ctx, "20260301T090000Z-beef", "note", "after"); err != nil {
+		t.Fatal(err)
+	}
+	dbv, err := s.Verify(ctx)
+	if err != nil || !dbv.OK || dbv.Events != 10 {
+		t.Fatalf("verify --db = %+v, %v", dbv, err)
+	}
+	first := exportOf(t, src)
+	if !utf8.Valid(first) {
+		t.Fatalf("the export is not UTF-8:\n%s", first)
+	}
+	if v, err := VerifyJSONL(bytes.NewReader(first)); err != nil || v.JSON() != dbv.JSON() {
+		t.Fatalf("verify --jsonl = %s, %v; verify --db = %s", v.JSON(), err, dbv.JSON())
+	}
+	target := filepath.Join(t.TempDir(), "new.db")
+	if _, err := Import(ctx, target, bytes.NewReader(first), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := memoryRows(t, target), memoryRows(t, src)
+	if !slices.Equal(got, want) || !slices.ContainsFunc(got, func(r string) bool { return strings.Contains(r, notUTF8Content) }) {
+		t.Fatalf("imported rows differ:\n got %q\nwant %q", got, want)
+	}
+	if v, err := openStore(t, target).Verify(ctx); err != nil || v.JSON() != dbv.JSON() {
+		t.Fatalf("verify of the import = %s, %v", v.JSON(), err)
+	}
+	if second := exportOf(t, target); !bytes.Equal(first, second) {
+		t.Fatalf("second export differs:\n%s\n---\n%s", first, second)
+	}
+}
+
+// Python, the reference's language, reads the export with its own
+// convention for such bytes (PEP 383's surrogateescape): the texts it gets
+// back are the stored bytes, and its hash of each event, computed as the
+// reference computes it, is the exported hash.
+func TestExportNotUTF8ReadByPython(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found (.ci/run installs it)")
+	}
+	src := copyReference(t)
+	appendForeign(t, src, notUTF8Content, "summary \xc3\x28")
+	export := filepath.Join(t.TempDir(), "export.jsonl")
+	if err := os.WriteFile(export, exportOf(t, src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import hashlib, json, sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+db.text_factory = bytes
+stored = {r[0]: r[1:] for r in db.execute("SELECT id, ts, session, kind, content, prev_hash, hash FROM memory_events")}
+summaries = {r[0]: r[1] for r in db.execute("SELECT id, summary FROM memory_checkpoints")}
+n = 0
+for line in open(sys.argv[2], encoding="utf-8"):
+    o = json.loads(line)
+    if o["type"] == "checkpoint":
+        assert o["summary"].encode("utf-8", "surrogateescape") == summaries[o["id"]], o
+        continue
+    ev = [o["id"], o["ts"], o["session"], o["kind"], o["content"], o["prev_hash"]]
+    assert [v.encode("utf-8", "surrogateescape") for v in ev[1:]] + [o["hash"].encode()] == list(stored[o["id"]]), (o, stored[o["id"]])
+    canon = json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogateescape")
+    assert hashlib.sha256(canon).hexdigest() == o["hash"], o
+    n += 1
+print(n)
+`
+	out, err := exec.Command(python, "-c", script, src, export).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "9" {
+		t.Fatalf("python read the export differently: %v\n%s", err, out)
+	}
+}
+
+// A BLOB in a text column breaks the chain for Verify; an export holds
+// strings only and would read as intact, so Export refuses it, naming
+// the event.
+func TestExportRefusesBlob(t *testing.T) {
+	ctx := context.Background()
+	src := copyReference(t)
+	db := rawDB(t, src)
+	content := "blob \xff"
+	prev := "f652d334102fe4a98215ed2fb2b07c4e10febdd7b73a25dd4be19a33c6251d12" // event 8's
+	mustExec(t, db, `INSERT INTO memory_events (id, ts, session, kind, content, prev_hash, hash) VALUES (9, 's', 's', 'note', ?, ?, ?)`,
+		[]byte(content), prev, memory.Hash(9, "s", "s", "note", content, prev))
+	db.Close()
+	s := openStore(t, src)
+	if v, err := s.Verify(ctx); err != nil || v.OK || v.BreakAtID != 9 {
+		t.Fatalf("verify --db = %+v, %v; want broken at 9", v, err)
+	}
+	var b bytes.Buffer
+	_, err := Export(ctx, s, &b, nil)
+	if err == nil || !strings.Contains(err.Error(), "event 9: its content is stored as a blob, not text") {
+		t.Fatalf("export = %v, want a refusal naming event 9", err)
+	}
+}
+
+// A store opened read-only (the person's view) exports what the server's
+// store exports.
+func TestExportReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := copyReference(t)
+	want := exportOf(t, path)
+	r, err := memory.OpenReadOnly(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got bytes.Buffer
+	if _, err := Export(ctx, r, &got, nil); err != nil || !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("export through OpenReadOnly differs (%v):\n%s\n---\n%s", err, got.Bytes(), want)
 	}
 }

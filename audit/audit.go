@@ -1,4 +1,21 @@
-package memory
+// Package audit records every tool call (SPEC 5): one query_log row a
+// call, queued in call order and written when the write lock allows,
+// never delaying a reply.
+//
+// An [Auditor] is where the rows go: a [Queue] on the memory database
+// ([ForStore]: the query_log table beside the chain), a [DB] (a separate
+// audit file, for the read-only profile, which must never write to its
+// database), a logger ([NewLog]), or several of them ([Multi]).
+//
+// Queues write rows from one goroutine, several per transaction: a lock
+// held by another process delays rows, never a call, and rows are retried
+// until written; closing writes the queue (waiting up to [FlushTimeout]).
+// A crash loses only the rows still queued. [Entry.Bound] caps what a
+// row can hold, so a call cannot grow the log without bound.
+//
+// Imports memory (the schema, the store it shares a database with) and
+// rawsqlite; memory never imports it.
+package audit
 
 import (
 	"context"
@@ -14,14 +31,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// AuditEntry is one tool call, one query_log row.
-type AuditEntry struct {
-	// TS is when the call started; zero means now. Stored as TimeLayout.
+// Entry is one tool call, one query_log row.
+type Entry struct {
+	// TS is when the call started; zero means now. Stored as
+	// memory.TimeLayout.
 	TS      time.Time
 	Session string
 	Tool    string
@@ -39,9 +59,9 @@ type AuditEntry struct {
 	Detail map[string]any
 }
 
-// DefaultAuditQueryBytes is how much of a query an audit row keeps by
+// DefaultQueryBytes is how much of a query an audit row keeps by
 // default (--audit-query-bytes).
-const DefaultAuditQueryBytes = 64 << 10
+const DefaultQueryBytes = 64 << 10
 
 // Bound caps what one row can add to the log, so that no call (a read
 // included) can grow the file by more than about three times max bytes:
@@ -54,7 +74,7 @@ const DefaultAuditQueryBytes = 64 << 10
 //     detail_prefix.
 //
 // max <= 0 leaves e as it is.
-func (e *AuditEntry) Bound(max int) {
+func (e *Entry) Bound(max int) {
 	if max <= 0 {
 		return
 	}
@@ -99,97 +119,98 @@ func sha256Hex(s string) string {
 
 // Auditor records tool calls. An Auditor must be safe for concurrent use.
 type Auditor interface {
-	Audit(ctx context.Context, e AuditEntry) error
+	// Audit records e; a queueing Auditor returns before the row is
+	// written (SPEC 5: audit rows never delay a reply).
+	Audit(ctx context.Context, e Entry) error
+	// AwaitAudit waits, briefly and only while rows flow, until the rows
+	// recorded before it are readable: the server runs it before each
+	// call, so a call reads the rows of the calls answered before it. An
+	// Auditor that writes at once, or nowhere readable, returns at once.
+	AwaitAudit()
 }
 
-// Audit queues one query_log row for the memory database (see
-// [auditWriter]); it never waits for a lock. ctx is not used: the row
-// outlives the call.
-func (s *Store) Audit(_ context.Context, e AuditEntry) error {
-	return s.audit.audit(e)
+// ForStore returns the queue of the memory database's query_log: it
+// shares the store's connections and write mutex (appends and audit
+// batches of this process take turns), and the store's Close writes what
+// is queued before its connections close. It starts writing with the
+// first row, because a store opened for verify may have no query_log.
+func ForStore(s *memory.Store) *Queue {
+	var q *Queue
+	sh := s.Share(func() { q.Close() })
+	q = newQueue(sh.DB, sh.Path, sh.Durable, sh.WriteMu, sh.Now, sh.Log)
+	return q
 }
 
-// AuditTx writes one query_log row inside tx, a write transaction the
-// caller began on a connection of this store (see [Store.AppendTx]),
-// instead of queueing it.
-func (s *Store) AuditTx(ctx context.Context, tx *sql.Tx, e AuditEntry) error {
-	r := s.audit.row(e)
+// WriteTx writes one query_log row inside tx, a write transaction the
+// caller began on a connection of the memory database (see
+// memory.Store.Begin), instead of queueing it: the row commits with the
+// caller's other changes, or not at all. A zero TS is now.
+func WriteTx(ctx context.Context, tx *sql.Tx, e Entry) error {
+	r := newRow(e, time.Now)
 	if _, err := tx.ExecContext(ctx, insertAudit, r.ts, r.session, r.tool, r.query, r.ok, r.rows, r.errText, r.durationMS, r.detail); err != nil {
-		return fmt.Errorf("memory: audit: %w", err)
+		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
 }
 
-// FlushAudit waits until every row queued before the call is written, or
-// ctx ends.
-func (s *Store) FlushAudit(ctx context.Context) error { return s.audit.flush(ctx) }
-
-// AwaitAudit waits, while audit rows flow and for at most 50 ms, until the
-// rows queued before it are written: run before a call, it lets the call
-// read the rows of the calls answered before it.
-func (s *Store) AwaitAudit() { s.audit.awaitQueued() }
-
-// AuditDB is a separate audit file (--audit-db), for the read-only profile:
-// it holds only query_log, its index and triggers, and the query_errors view.
-type AuditDB struct {
+// DB is a separate audit file (--audit-db), for the read-only profile:
+// it holds only query_log, its index and triggers, and the query_errors
+// view.
+type DB struct {
 	db   *sql.DB
 	path string
-	w    *auditWriter
+	q    *Queue
 }
 
-var _ Auditor = (*AuditDB)(nil)
+var (
+	_ Auditor = (*DB)(nil)
+	_ Auditor = (*Queue)(nil)
+)
 
-// OpenAudit opens or creates the audit database at path (and its parent
+// Open opens or creates the audit database at path (and its parent
 // folder), in WAL mode, with the query_log part of the server schema.
-func OpenAudit(ctx context.Context, path string, log hclog.Logger) (*AuditDB, error) {
+func Open(ctx context.Context, path string, log hclog.Logger) (*DB, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	db, abs, _, err := create(ctx, path, "audit", synchronousFull, log)
+	db, abs, err := memory.OpenQueryLog(ctx, path, log)
 	if err != nil {
 		return nil, err
 	}
-	if err = checkColumns(ctx, db, TableQueryLog); err == nil {
-		err = bootstrap(ctx, db, auditDDL)
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("memory: audit database %s: %w", abs, err)
-	}
-	return &AuditDB{db: db, path: abs, w: newAuditWriter(db, abs, true, new(sync.Mutex), time.Now, log)}, nil
+	return &DB{db: db, path: abs, q: newQueue(db, abs, true, new(sync.Mutex), time.Now, log)}, nil
 }
 
 // Audit queues one query_log row for the audit file; it never waits for
 // the database.
-func (a *AuditDB) Audit(_ context.Context, e AuditEntry) error { return a.w.audit(e) }
+func (a *DB) Audit(ctx context.Context, e Entry) error { return a.q.Audit(ctx, e) }
 
 // FlushAudit waits until every row queued before the call is written, or
 // ctx ends.
-func (a *AuditDB) FlushAudit(ctx context.Context) error { return a.w.flush(ctx) }
+func (a *DB) FlushAudit(ctx context.Context) error { return a.q.FlushAudit(ctx) }
 
-// AwaitAudit is [Store.AwaitAudit] for the audit file.
-func (a *AuditDB) AwaitAudit() { a.w.awaitQueued() }
+// AwaitAudit is [Queue.AwaitAudit] for the audit file.
+func (a *DB) AwaitAudit() { a.q.AwaitAudit() }
 
 // Path returns the absolute path of the audit file.
-func (a *AuditDB) Path() string { return a.path }
+func (a *DB) Path() string { return a.path }
 
-// Close writes the queued rows (see AuditFlushTimeout) and closes the
+// Close writes the queued rows (see FlushTimeout) and closes the
 // audit file.
-func (a *AuditDB) Close() error {
-	a.w.close()
+func (a *DB) Close() error {
+	a.q.Close()
 	return a.db.Close()
 }
 
 // Audit queue settings; variables so that tests can shorten them.
 var (
-	// AuditFlushTimeout bounds how long closing waits for the write lock to
+	// FlushTimeout bounds how long closing waits for the write lock to
 	// write the rows still queued; rows it cannot write are logged at
 	// Error level, each in full, instead.
-	AuditFlushTimeout = 10 * time.Second
+	FlushTimeout = 10 * time.Second
 	// auditBusyTimeout is one write attempt's wait for the lock.
 	auditBusyTimeout = 20 * time.Millisecond
 	// auditSettle bounds how long AwaitAudit waits for earlier rows while
-	// rows are flowing (see auditWriter).
+	// rows are flowing (see Queue).
 	auditSettle = 50 * time.Millisecond
 	// auditRetryMax is the longest pause between attempts.
 	auditRetryMax = time.Second
@@ -208,17 +229,18 @@ const auditBatchMax = 256
 // that tests can lower it.
 var auditQueueMax = 64 << 20
 
-// ErrAuditClosed: a row arrived after the audit log was closed; it is
+// ErrClosed: a row arrived after the audit log was closed; it is
 // logged instead.
-var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged instead")
+var ErrClosed = errors.New("audit: audit log closed; the row was logged instead")
 
-// auditWriter is the query_log queue shared by Store and AuditDB. Rows are
+// Queue is a query_log queue (the memory database's, ForStore, or the
+// audit file's, DB). Rows are
 // queued in the order Audit is called and written by one goroutine, several
 // in one transaction when several wait, as soon as the write lock allows. A
 // lock held by another process only delays the rows, which are retried
 // without limit while the log is open (one Warn line when they start
 // waiting, one Info line when they are written). Closing writes what is
-// queued, waiting up to AuditFlushTimeout.
+// queued, waiting up to FlushTimeout.
 //
 // Audit never waits for its row: a reply goes out while its row is
 // written (SPEC 5). Read-your-writes is kept by the next call instead:
@@ -237,7 +259,7 @@ var ErrAuditClosed = errors.New("memory: audit log closed; the row was logged in
 // lose only the rows committed since the last sync (the rows of a
 // millisecond or two). In a database left in rollback mode each batch
 // commits with synchronous=FULL instead.
-type auditWriter struct {
+type Queue struct {
 	db   *sql.DB
 	path string      // the database file, for the syncer
 	mu   *sync.Mutex // the owner's write mutex, held while a batch is written
@@ -284,11 +306,11 @@ func (r *queuedRow) size() int {
 	return 64 + len(r.ts) + len(r.session) + len(r.tool) + len(r.query.String) + len(r.errText.String) + len(r.detail.String)
 }
 
-func newAuditWriter(db *sql.DB, path string, durable bool, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *auditWriter {
+func newQueue(db *sql.DB, path string, durable bool, mu *sync.Mutex, now func() time.Time, log hclog.Logger) *Queue {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &auditWriter{
+	return &Queue{
 		db: db, path: path, durable: durable, mu: mu, now: now, log: log,
 		progress: make(chan struct{}),
 		flowing:  true,
@@ -300,13 +322,14 @@ func newAuditWriter(db *sql.DB, path string, durable bool, mu *sync.Mutex, now f
 
 const insertAudit = `INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func (w *auditWriter) row(e AuditEntry) queuedRow {
+// newRow is e as a row; a zero TS is now().
+func newRow(e Entry, now func() time.Time) queuedRow {
 	ts := e.TS
 	if ts.IsZero() {
-		ts = w.now()
+		ts = now()
 	}
 	r := queuedRow{
-		ts: ts.UTC().Format(TimeLayout), session: e.Session, tool: e.Tool, query: e.Query,
+		ts: ts.UTC().Format(memory.TimeLayout), session: e.Session, tool: e.Tool, query: e.Query,
 		rows: e.Rows, durationMS: e.Duration.Milliseconds(),
 	}
 	if e.Error != "" {
@@ -321,16 +344,18 @@ func (w *auditWriter) row(e AuditEntry) queuedRow {
 	return r
 }
 
-// audit queues e and wakes the writer goroutine; it does not wait for the
-// row (SPEC 5: audit rows never delay a reply). [auditWriter.awaitQueued],
-// at the start of the next call, keeps read-your-writes.
-func (w *auditWriter) audit(e AuditEntry) error {
+// Audit queues e and wakes the writer goroutine; it does not wait for the
+// row (SPEC 5: audit rows never delay a reply). [Queue.AwaitAudit], at
+// the start of the next call, keeps read-your-writes. ctx is not used:
+// the row outlives the call.
+func (w *Queue) Audit(_ context.Context, e Entry) error {
 	return w.enqueue(e)
 }
 
-// awaitQueued waits, while rows flow and for at most auditSettle, until
-// every row queued before it is written.
-func (w *auditWriter) awaitQueued() {
+// AwaitAudit waits, while rows flow and for at most 50 ms (auditSettle),
+// until every row queued before it is written: run before a call, it lets
+// the call read the rows of the calls answered before it.
+func (w *Queue) AwaitAudit() {
 	w.qmu.Lock()
 	seq, done := w.queued, w.written >= w.queued || !w.flowing
 	w.qmu.Unlock()
@@ -340,7 +365,7 @@ func (w *auditWriter) awaitQueued() {
 }
 
 // await waits for row seq while rows flow, until settleBy.
-func (w *auditWriter) await(seq uint64, settleBy time.Time) {
+func (w *Queue) await(seq uint64, settleBy time.Time) {
 	t := time.NewTimer(time.Until(settleBy))
 	defer t.Stop()
 	w.qmu.Lock()
@@ -361,13 +386,13 @@ func (w *auditWriter) await(seq uint64, settleBy time.Time) {
 
 // enqueue queues e and wakes the writer goroutine (starting it with the
 // first row, so that a store that is only read, verify, never starts one).
-func (w *auditWriter) enqueue(e AuditEntry) error {
-	r := w.row(e)
+func (w *Queue) enqueue(e Entry) error {
+	r := newRow(e, w.now)
 	w.qmu.Lock()
 	if w.closed {
 		w.qmu.Unlock()
 		w.logLost("audit row arrived after the audit log was closed", []queuedRow{r})
-		return ErrAuditClosed
+		return ErrClosed
 	}
 	if w.bytes+r.size() > auditQueueMax && len(w.queue) > 0 {
 		w.qmu.Unlock()
@@ -390,19 +415,20 @@ func (w *auditWriter) enqueue(e AuditEntry) error {
 }
 
 // signal wakes everyone waiting on progress; call with qmu held.
-func (w *auditWriter) signal() {
+func (w *Queue) signal() {
 	close(w.progress)
 	w.progress = make(chan struct{})
 }
 
-// flush waits until the rows queued before it are written.
-func (w *auditWriter) flush(ctx context.Context) error {
+// FlushAudit waits until every row queued before the call is written, or
+// ctx ends.
+func (w *Queue) FlushAudit(ctx context.Context) error {
 	w.qmu.Lock()
 	target := w.queued
 	for w.written < target {
 		if w.closed && !w.running() {
 			w.qmu.Unlock()
-			return ErrAuditClosed
+			return ErrClosed
 		}
 		ch := w.progress
 		w.qmu.Unlock()
@@ -418,7 +444,7 @@ func (w *auditWriter) flush(ctx context.Context) error {
 	return nil
 }
 
-func (w *auditWriter) running() bool {
+func (w *Queue) running() bool {
 	select {
 	case <-w.done:
 		return false
@@ -428,7 +454,7 @@ func (w *auditWriter) running() bool {
 }
 
 // run is the writer goroutine.
-func (w *auditWriter) run() {
+func (w *Queue) run() {
 	defer close(w.done)
 	defer w.release()
 	pause := 10 * time.Millisecond
@@ -442,7 +468,7 @@ func (w *auditWriter) run() {
 			select {
 			case <-w.wake:
 			case <-w.stop:
-				stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
+				stopping, flushBy = true, time.Now().Add(FlushTimeout)
 			}
 			continue
 		}
@@ -472,7 +498,7 @@ func (w *auditWriter) run() {
 			lost := w.queue
 			w.queue, w.bytes = nil, 0
 			w.qmu.Unlock()
-			w.logLost(fmt.Sprintf("audit row not written: the database still refused it %s after shutdown began", AuditFlushTimeout), lost)
+			w.logLost(fmt.Sprintf("audit row not written: the database still refused it %s after shutdown began", FlushTimeout), lost)
 			return
 		}
 		stop := w.stop
@@ -483,7 +509,7 @@ func (w *auditWriter) run() {
 		select {
 		case <-t.C:
 		case <-stop:
-			stopping, flushBy = true, time.Now().Add(AuditFlushTimeout)
+			stopping, flushBy = true, time.Now().Add(FlushTimeout)
 		}
 		t.Stop()
 		pause = min(2*pause, auditRetryMax)
@@ -492,7 +518,7 @@ func (w *auditWriter) run() {
 
 // writeQueued writes the oldest queued rows (at most auditBatchMax) in one
 // transaction and counts them written; nothing queued is no error.
-func (w *auditWriter) writeQueued() error {
+func (w *Queue) writeQueued() error {
 	w.qmu.Lock()
 	n := min(len(w.queue), auditBatchMax)
 	batch := w.queue[:n:n]
@@ -522,7 +548,7 @@ func (w *auditWriter) writeQueued() error {
 	return nil
 }
 
-func (w *auditWriter) pending() int {
+func (w *Queue) pending() int {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	return len(w.queue)
@@ -532,7 +558,7 @@ func (w *auditWriter) pending() int {
 // whose busy timeout is short: the retry loop, not SQLite's busy handler,
 // does the waiting, so shutdown is never stuck behind a lock.
 // Call with the owner's write mutex held.
-func (w *auditWriter) write(rows []queuedRow) (err error) {
+func (w *Queue) write(rows []queuedRow) (err error) {
 	ctx := context.Background()
 	if w.conn == nil {
 		conn, err := w.db.Conn(ctx)
@@ -572,13 +598,13 @@ func (w *auditWriter) write(rows []queuedRow) (err error) {
 	return err
 }
 
-// openSyncer readies the per-batch sync (see auditWriter) when the
+// openSyncer readies the per-batch sync (see Queue) when the
 // database is in WAL mode: the writer's connection commits with
 // synchronous=NORMAL and a connection of SQLite's own syncs the WAL after
 // the batches. Otherwise, or if that connection cannot be opened, the
 // writer's connection keeps synchronous=FULL and every batch's commit
 // syncs.
-func (w *auditWriter) openSyncer(ctx context.Context) {
+func (w *Queue) openSyncer(ctx context.Context) {
 	var mode string
 	if !w.durable {
 		return
@@ -601,7 +627,7 @@ func (w *auditWriter) openSyncer(ctx context.Context) {
 // release gives the writer's connection back, or discards it when it was
 // switched to synchronous=NORMAL: the pool's other users (appends) must
 // never get a connection that does not sync its commits.
-func (w *auditWriter) release() {
+func (w *Queue) release() {
 	normal := w.syncer != nil
 	if w.syncer != nil {
 		w.syncer.close()
@@ -622,16 +648,16 @@ func (w *auditWriter) release() {
 
 // logLost writes rows that will never reach the database to the log, each
 // in full, so that the trail survives on stderr.
-func (w *auditWriter) logLost(msg string, rows []queuedRow) {
+func (w *Queue) logLost(msg string, rows []queuedRow) {
 	for _, r := range rows {
 		w.log.Error(msg, "ts", r.ts, "session", r.session, "tool", r.tool, "query", r.query.String,
 			"ok", r.ok == 1, "rows", r.rows.Int64, "error", r.errText.String, "duration_ms", r.durationMS, "detail", r.detail.String)
 	}
 }
 
-// close writes what is queued (waiting up to AuditFlushTimeout for the
-// lock) and stops the writer. It is safe to call twice.
-func (w *auditWriter) close() {
+// Close writes what is queued (waiting up to FlushTimeout for the lock)
+// and stops the writer. It is safe to call twice.
+func (w *Queue) Close() {
 	w.qmu.Lock()
 	first := !w.closed
 	w.closed = true
@@ -645,10 +671,10 @@ func (w *auditWriter) close() {
 	}
 }
 
-// NewLogAuditor returns an Auditor that only logs each call (at Info, or
+// NewLog returns an Auditor that only logs each call (at Info, or
 // Warn for failures) through log: the read-only profile's audit trail on
 // stderr.
-func NewLogAuditor(log hclog.Logger) Auditor {
+func NewLog(log hclog.Logger) Auditor {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -657,7 +683,10 @@ func NewLogAuditor(log hclog.Logger) Auditor {
 
 type logAuditor struct{ log hclog.Logger }
 
-func (l logAuditor) Audit(_ context.Context, e AuditEntry) error {
+// AwaitAudit returns at once: the log is written as Audit is called.
+func (logAuditor) AwaitAudit() {}
+
+func (l logAuditor) Audit(_ context.Context, e Entry) error {
 	args := []any{"session", e.Session, "tool", e.Tool, "ok", e.OK, "duration_ms", e.Duration.Milliseconds()}
 	if e.Query.Valid {
 		args = append(args, "query", e.Query.String)
@@ -679,9 +708,9 @@ func (l logAuditor) Audit(_ context.Context, e AuditEntry) error {
 	return nil
 }
 
-// MultiAuditor writes every entry to each of auditors (nil ones skipped) and
+// Multi writes every entry to each of auditors (nil ones skipped) and
 // joins their errors: one failing sink does not stop the others.
-func MultiAuditor(auditors ...Auditor) Auditor {
+func Multi(auditors ...Auditor) Auditor {
 	var list multiAuditor
 	for _, a := range auditors {
 		if a != nil {
@@ -693,16 +722,14 @@ func MultiAuditor(auditors ...Auditor) Auditor {
 
 type multiAuditor []Auditor
 
-// AwaitAudit runs AwaitAudit of each auditor that has one.
+// AwaitAudit runs AwaitAudit of each auditor.
 func (m multiAuditor) AwaitAudit() {
 	for _, a := range m {
-		if w, ok := a.(interface{ AwaitAudit() }); ok {
-			w.AwaitAudit()
-		}
+		a.AwaitAudit()
 	}
 }
 
-func (m multiAuditor) Audit(ctx context.Context, e AuditEntry) error {
+func (m multiAuditor) Audit(ctx context.Context, e Entry) error {
 	var errs []error
 	for _, a := range m {
 		if err := a.Audit(ctx, e); err != nil {
@@ -710,4 +737,13 @@ func (m multiAuditor) Audit(ctx context.Context, e AuditEntry) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sqliteCode returns the primary SQLite result code of err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
 }

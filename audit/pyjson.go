@@ -1,4 +1,4 @@
-package memory
+package audit
 
 import (
 	"encoding/json"

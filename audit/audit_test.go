@@ -1,4 +1,4 @@
-package memory
+package audit
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 )
 
 type auditRow struct {
@@ -43,9 +45,9 @@ func readAudit(t *testing.T, db *sql.DB) []auditRow {
 	return out
 }
 
-func auditEntries() ([]AuditEntry, []auditRow) {
+func auditEntries() ([]Entry, []auditRow) {
 	start := time.Date(2026, 3, 1, 8, 30, 15, 999_000_000, time.FixedZone("CET", 3600))
-	entries := []AuditEntry{
+	entries := []Entry{
 		{TS: start, Session: "S", Tool: "read_query", Query: sql.NullString{String: "SELECT 1", Valid: true},
 			OK: true, Rows: sql.NullInt64{Int64: 1, Valid: true}, Duration: 1500 * time.Microsecond,
 			Detail: map[string]any{"limit": 100, "more_rows": false}},
@@ -98,7 +100,7 @@ func TestAuditStore(t *testing.T) {
 	}
 	// A zero TS means now.
 	fixedClock(s, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	if err := s.Audit(ctx, AuditEntry{Session: "S", Tool: "t", OK: true}); err != nil {
+	if err := s.Audit(ctx, Entry{Session: "S", Tool: "t", OK: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushAudit(ctx); err != nil {
@@ -112,7 +114,7 @@ func TestAuditStore(t *testing.T) {
 func TestAuditDB(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "audit", "a.db")
-	a, err := OpenAudit(ctx, path, testLogger(t))
+	a, err := Open(ctx, path, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestAuditDB(t *testing.T) {
 	}
 	// The memory store can also be opened on the same file later: the
 	// audit file is a subset of the full schema.
-	if s, err := Open(ctx, path, nil); err != nil {
+	if s, err := memory.Open(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	} else {
 		s.Close()
@@ -156,20 +158,21 @@ func TestAuditDB(t *testing.T) {
 func TestOpenAuditClash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.db")
 	mustExec(t, rawDB(t, path), `CREATE TABLE query_log (id INTEGER PRIMARY KEY, line TEXT)`)
-	if _, err := OpenAudit(context.Background(), path, nil); !errors.Is(err, ErrSchemaMismatch) {
+	if _, err := Open(context.Background(), path, nil); !errors.Is(err, memory.ErrSchemaMismatch) {
 		t.Fatalf("err = %v, want ErrSchemaMismatch", err)
 	}
 }
 
 type failingAuditor struct{}
 
-func (failingAuditor) Audit(context.Context, AuditEntry) error { return errors.New("sink down") }
+func (failingAuditor) Audit(context.Context, Entry) error { return errors.New("sink down") }
+func (failingAuditor) AwaitAudit()                        {}
 
 func TestLogAndMultiAuditor(t *testing.T) {
 	var buf bytes.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info, JSONFormat: true})
 	entries, _ := auditEntries()
-	m := MultiAuditor(nil, NewLogAuditor(log), failingAuditor{})
+	m := Multi(nil, NewLog(log), failingAuditor{})
 	err := m.Audit(context.Background(), entries[1])
 	if err == nil || !strings.Contains(err.Error(), "sink down") {
 		t.Fatalf("err = %v", err)
