@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	_ "modernc.org/sqlite" // the "sqlite" driver of FileRows
+
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -111,6 +113,19 @@ func Rows(db *sql.DB, query string, args ...any) ([][]any, error) {
 		rows = append(rows, vals)
 	}
 	return rows, rs.Err()
+}
+
+// FileRows is Rows on the database file at path, read-only, on a
+// connection of its own that is closed before it returns (so that no
+// connection of the test lingers beside the program under test); it waits
+// up to 5 s for another program's lock.
+func FileRows(path, query string, args ...any) ([][]any, error) {
+	db, err := sql.Open("sqlite", rawsqlite.FileURI(path, "mode=ro&_pragma=busy_timeout(5000)"))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return Rows(db, query, args...)
 }
 
 // Text is rows as a person reads them: one line a row, values joined by

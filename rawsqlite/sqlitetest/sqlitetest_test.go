@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
@@ -62,6 +60,9 @@ func TestRowsAndText(t *testing.T) {
 	}
 	if got := Text(rows); got != "1|x\n|\n2.5|hi\n1|\n" {
 		t.Errorf("Text = %q", got)
+	}
+	if got, err := FileRows(path, "SELECT a FROM t WHERE b = ?", "x"); err != nil || Text(got) != "1\n" {
+		t.Errorf("FileRows = %q, %v", Text(got), err)
 	}
 	if _, err := Rows(db, "SELECT * FROM missing"); err == nil {
 		t.Error("a query on a missing table gave no error")
