@@ -379,24 +379,14 @@ func protectedDigest(t testing.TB, path string) string {
 		`SELECT * FROM memory_checkpoints_fts_docsize ORDER BY id`,
 	}
 	for _, q := range queries {
-		rows, err := db.Query(q)
+		rows, err := sqlitetest.Rows(db, q)
 		if err != nil {
 			fmt.Fprintf(&b, "%s: %v\n", q, err) // a dropped table shows as a difference
 			continue
 		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range rows {
 			fmt.Fprintf(&b, "%q\n", vals)
 		}
-		rows.Close()
 	}
 	return b.String()
 }
