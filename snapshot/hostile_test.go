@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // serverFixture stands in for the server's tables in a unit test: the
@@ -21,6 +20,19 @@ CREATE VIRTUAL TABLE memory_events_fts USING fts5(content, kind, content='memory
 INSERT INTO memory_events(id, content, kind) VALUES (1, 'one', 'note'), (2, 'two secret', 'note'), (3, 'three', 'note'), (4, 'four', 'note');
 INSERT INTO memory_events_fts(memory_events_fts) VALUES ('rebuild');
 INSERT INTO query_log(tool) VALUES ('a'), ('b')`
+
+// mutate changes the record at path with sqlText, run directly on it.
+func mutate(t testing.TB, path, sqlText string) {
+	t.Helper()
+	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec(sqlText); err != nil {
+		t.Fatalf("mutate %s: %v", sqlText, err)
+	}
+}
 
 // docsizeDelete is a changeset that deletes row 1 of the index's
 // memory_events_fts_docsize, made on a lookalike table.
@@ -124,7 +136,7 @@ func TestHostileRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.mutation != "" {
-				sqlitetest.ExecFile(t, path, tt.mutation)
+				mutate(t, path, tt.mutation)
 			}
 			if tt.changeset != nil {
 				c, err := rawsqlite.Open(path, rawsqlite.ReadWrite)
@@ -220,7 +232,7 @@ func TestViewsMayReadTheMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sqlitetest.ExecFile(t, path, "UPDATE undo_schema SET sql = '"+strings.ReplaceAll(sql, "'", "''")+"' WHERE action = 'create'")
+		mutate(t, path, "UPDATE undo_schema SET sql = '"+strings.ReplaceAll(sql, "'", "''")+"' WHERE action = 'create'")
 		before := serverDigest(t, db)
 		if _, err := Apply(db, path, Options{}); err != nil {
 			t.Fatalf("%s: %v", sql, err)

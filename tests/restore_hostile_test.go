@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // Issue 29: undo records and snapshots are untrusted input to restore.
@@ -50,6 +49,20 @@ func hostileSession(t *testing.T, db, stmt string, extra ...string) string {
 	return rec
 }
 
+// mutateFile runs sqlText on the record or snapshot file, as any program
+// that can write the snapshot folder can.
+func mutateFile(t *testing.T, path, sqlText string) {
+	t.Helper()
+	c, err := rawsqlite.Open(path, rawsqlite.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec(sqlText); err != nil {
+		t.Fatalf("change %s: %v", filepath.Base(path), err)
+	}
+}
+
 // refused runs restore, which must fail blaming the file, and checks
 // that the server's tables and the agent's notes are as before.
 func refused(t *testing.T, db, snap, want string, args ...string) string {
@@ -81,7 +94,7 @@ func TestRestoreRefusesRecordSQL(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	rec := hostileSession(t, db, "DROP TABLE notes")
-	sqlitetest.ExecFile(t, rec, `UPDATE undo_schema SET sql = 'CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); DELETE FROM memory_events WHERE id>3; DELETE FROM query_log WHERE 1; DELETE FROM memory_checkpoints WHERE 1' WHERE action = 'create'`)
+	mutateFile(t, rec, `UPDATE undo_schema SET sql = 'CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); DELETE FROM memory_events WHERE id>3; DELETE FROM query_log WHERE 1; DELETE FROM memory_checkpoints WHERE 1' WHERE action = 'create'`)
 	refused(t, db, rec, "holds more than one statement")
 	// --dry-run runs the same checks.
 	refused(t, db, rec, "holds more than one statement", "--dry-run")
@@ -94,12 +107,12 @@ func TestRestoreRefusesTriggerOnMemory(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	rec := hostileSession(t, db, "DROP TABLE notes")
-	sqlitetest.ExecFile(t, rec, `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'trigger', 'notes_keep', 'notes',
+	mutateFile(t, rec, `INSERT INTO undo_schema(action, type, name, tbl_name, sql) VALUES ('create', 'trigger', 'notes_keep', 'notes',
 		'CREATE TRIGGER notes_keep BEFORE INSERT ON memory_events WHEN new.content LIKE ''%secret%'' BEGIN SELECT RAISE(IGNORE); END')`)
 	refused(t, db, rec, "memory_events")
 
 	// A trigger on notes whose body rewrites the memory.
-	sqlitetest.ExecFile(t, rec, `UPDATE undo_schema SET sql = 'CREATE TRIGGER notes_keep AFTER INSERT ON notes BEGIN INSERT OR REPLACE INTO memory_events(id, ts, session, kind, content, prev_hash, hash) SELECT id, ts, session, kind, ''rewritten'', prev_hash, hash FROM memory_events; END' WHERE name = 'notes_keep'`)
+	mutateFile(t, rec, `UPDATE undo_schema SET sql = 'CREATE TRIGGER notes_keep AFTER INSERT ON notes BEGIN INSERT OR REPLACE INTO memory_events(id, ts, session, kind, content, prev_hash, hash) SELECT id, ts, session, kind, ''rewritten'', prev_hash, hash FROM memory_events; END' WHERE name = 'notes_keep'`)
 	refused(t, db, rec, "reaches memory_events, which belongs to the server or to SQLite (in trigger or view notes_keep)")
 
 	s := start(t, db)
@@ -179,23 +192,23 @@ func TestRestoreRefusesHostileSnapshot(t *testing.T) {
 	s.audited(db)
 	s.c.Close()
 
-	sqlitetest.ExecFile(t, snap, `CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN INSERT OR REPLACE INTO memory_events(id, ts, session, kind, content, prev_hash, hash) SELECT id, ts, session, kind, 'rewritten', prev_hash, hash FROM memory_events; END`)
+	mutateFile(t, snap, `CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN INSERT OR REPLACE INTO memory_events(id, ts, session, kind, content, prev_hash, hash) SELECT id, ts, session, kind, 'rewritten', prev_hash, hash FROM memory_events; END`)
 	out := refused(t, db, snap, "memory_events")
 	if !strings.Contains(out, "the snapshot is malformed or hostile") {
 		t.Errorf("the refusal does not name the snapshot:\n%s", out)
 	}
 	// The whole file (--everything): a trigger on memory_events that
 	// drops appends, and a server trigger given another body.
-	sqlitetest.ExecFile(t, snap, `DROP TRIGGER notes_ai; CREATE TRIGGER notes_keep BEFORE INSERT ON memory_events WHEN new.content LIKE '%secret%' BEGIN SELECT RAISE(IGNORE); END`)
+	mutateFile(t, snap, `DROP TRIGGER notes_ai; CREATE TRIGGER notes_keep BEFORE INSERT ON memory_events WHEN new.content LIKE '%secret%' BEGIN SELECT RAISE(IGNORE); END`)
 	refused(t, db, snap, "trigger notes_keep on memory_events is not one the server creates", "--everything")
-	sqlitetest.ExecFile(t, snap, `DROP TRIGGER notes_keep; DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END`)
+	mutateFile(t, snap, `DROP TRIGGER notes_keep; DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END`)
 	refused(t, db, snap, "trigger memory_events_no_delete on memory_events is not one the server creates", "--everything")
-	sqlitetest.ExecFile(t, snap, `DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE DELETE ON memory_events
+	mutateFile(t, snap, `DROP TRIGGER memory_events_no_delete; CREATE TRIGGER memory_events_no_delete BEFORE DELETE ON memory_events
     BEGIN SELECT RAISE(ABORT, 'memory_events is append-only'); END`)
 	if out := restoreOK(t, "--db", db, "--everything", "--dry-run", snap); !strings.Contains(out, "dry run: nothing was changed") {
 		t.Fatalf("dry run of the snapshot with the server's own trigger back:\n%s", out)
 	}
-	sqlitetest.ExecFile(t, snap, `CREATE TABLE evil AS SELECT 1 AS x; CREATE INDEX evil_x ON evil(x)`)
+	mutateFile(t, snap, `CREATE TABLE evil AS SELECT 1 AS x; CREATE INDEX evil_x ON evil(x)`)
 	// An honest object of the snapshot still restores.
 	if out := restoreOK(t, "--db", db, snap); !strings.Contains(out, "evil") {
 		t.Fatalf("restore of the snapshot with an honest table:\n%s", out)
@@ -213,7 +226,7 @@ func TestRestoreEndlessRecord(t *testing.T) {
 	if err := copyFile(rec, endless); err != nil {
 		t.Fatal(err)
 	}
-	sqlitetest.ExecFile(t, endless, `DROP TABLE undo_copy_1; CREATE VIEW undo_copy_1 AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS rowid, i AS id, zeroblob(10000) AS body FROM n`)
+	mutateFile(t, endless, `DROP TABLE undo_copy_1; CREATE VIEW undo_copy_1 AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS rowid, i AS id, zeroblob(10000) AS body FROM n`)
 	started := time.Now()
 	refused(t, db, endless, "undo_copy_1")
 	if fi, err := os.Stat(db + "-wal"); err == nil && fi.Size() > 64<<20 {
@@ -245,7 +258,7 @@ func TestRestoreEscapesRecordText(t *testing.T) {
 	if err := copyFile(rec, noise); err != nil {
 		t.Fatal(err)
 	}
-	sqlitetest.ExecFile(t, rec, "UPDATE undo_info SET statement = 'DELETE'||char(13)||char(10)||'ok: restored, nothing else to do'||char(27)||'[2J', tables = 'notes'||char(8238)||'txt.exe'||char(8203)")
+	mutateFile(t, rec, "UPDATE undo_info SET statement = 'DELETE'||char(13)||char(10)||'ok: restored, nothing else to do'||char(27)||'[2J', tables = 'notes'||char(8238)||'txt.exe'||char(8203)")
 	out := restoreOK(t, "--db", db, "--dry-run", rec)
 	for _, raw := range []string{"\r", "\x1b", "\u202e", "\u200b", "\nok: restored"} {
 		if strings.Contains(out, raw) {
@@ -256,7 +269,7 @@ func TestRestoreEscapesRecordText(t *testing.T) {
 	if !strings.Contains(out, `DELETE ok: restored, nothing else to do\x1b[2J`) || !strings.Contains(out, `notes\u{202e}txt.exe\u{200b}`) {
 		t.Errorf("restore did not escape the record's texts:\n%s", out)
 	}
-	sqlitetest.ExecFile(t, noise, "UPDATE undo_changeset SET data = x'540102030405060708'")
+	mutateFile(t, noise, "UPDATE undo_changeset SET data = x'540102030405060708'")
 	refused(t, db, noise, "changeset")
 }
 
