@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // templates are built once in TestMain and copied for every case, so each
@@ -154,7 +154,7 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 
 	var out outcome
 	out.dbPath = path
-	before := fileHash(t, path)
+	before := sqlitetest.FileDigest(t, path)
 	out.protBefore = protectedDigest(t, path)
 
 	c := openBackstopped(t, path, mode, cfg.queryOnly)
@@ -183,7 +183,7 @@ func runWith(t testing.TB, cfg runConfig, query string) outcome {
 		t.Fatal(err)
 	}
 
-	out.fileChanged = fileHash(t, path) != before
+	out.fileChanged = sqlitetest.FileDigest(t, path) != before
 	out.protAfter = protectedDigest(t, path)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -379,24 +379,14 @@ func protectedDigest(t testing.TB, path string) string {
 		`SELECT * FROM memory_checkpoints_fts_docsize ORDER BY id`,
 	}
 	for _, q := range queries {
-		rows, err := db.Query(q)
+		rows, err := sqlitetest.Rows(db, q)
 		if err != nil {
 			fmt.Fprintf(&b, "%s: %v\n", q, err) // a dropped table shows as a difference
 			continue
 		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range rows {
 			fmt.Fprintf(&b, "%q\n", vals)
 		}
-		rows.Close()
 	}
 	return b.String()
 }
@@ -431,13 +421,4 @@ func copyFile(t testing.TB, from, to string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func fileHash(t testing.TB, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
 }

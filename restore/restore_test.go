@@ -3,7 +3,6 @@ package restore
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
@@ -54,7 +54,7 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	mustExec(t, db, agentSchema)
+	sqlitetest.ExecFile(t, db, agentSchema)
 	if _, err := store.Append(ctx, "s", "note", "before the snapshot"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	if err := queue.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, db, `DELETE FROM notes WHERE id = 1; DROP TABLE tags; DROP VIEW long_notes; CREATE TABLE later (x);
+	sqlitetest.ExecFile(t, db, `DELETE FROM notes WHERE id = 1; DROP TABLE tags; DROP VIEW long_notes; CREATE TABLE later (x);
 		INSERT INTO later VALUES (1); INSERT INTO notes(body) VALUES ('after'); INSERT INTO notes_fts(notes_fts) VALUES ('rebuild');
 		DELETE FROM boxes WHERE id = 2; DELETE FROM plain`)
 	if _, err := store.Append(ctx, "s", "note", "after the snapshot"); err != nil {
@@ -87,54 +87,14 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	return db, snap, store
 }
 
-func mustExec(t *testing.T, db, sqlText string) {
-	t.Helper()
-	c, err := rawsqlite.Open(db, rawsqlite.ReadWrite|rawsqlite.Create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Exec(sqlText); err != nil {
-		t.Fatalf("%v\n%s", err, sqlText)
-	}
-}
-
 // query returns the rows of one statement as text, one line per row.
 func query(t *testing.T, db, q string) string {
 	t.Helper()
-	d, err := sql.Open("sqlite", rawsqlite.FileURI(db, "mode=ro"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	rows, err := d.Query(q)
+	rows, err := sqlitetest.FileRows(db, q)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteByte('|')
-			}
-			b.WriteString(v.String)
-		}
-		b.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return sqlitetest.Text(rows)
 }
 
 // agentState is every agent row and definition restore must bring back.
@@ -182,7 +142,7 @@ func TestRestoreAgentObjects(t *testing.T) {
 		t.Errorf("the trigger fired while rows were copied: log has %s rows, want the snapshot's %s", got, want)
 	}
 	for _, check := range []string{"PRAGMA integrity_check", "INSERT INTO notes_fts(notes_fts) VALUES ('integrity-check')"} {
-		mustExec(t, db, check)
+		sqlitetest.ExecFile(t, db, check)
 	}
 	if got := query(t, db, "PRAGMA integrity_check"); got != "ok\n" {
 		t.Errorf("integrity_check: %s", got)
@@ -299,7 +259,7 @@ func TestRestoreRefusals(t *testing.T) {
 	if err := os.WriteFile(notDB, []byte("not a database, just text long enough to have a header of sorts"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, empty, "PRAGMA user_version = 1")
+	sqlitetest.ExecFile(t, empty, "PRAGMA user_version = 1")
 	unchanged := state(t, db)
 	tests := []struct {
 		name, snapshot string
@@ -379,7 +339,7 @@ func TestRestoreRefusesHostileSnapshots(t *testing.T) {
 	store.Close()
 	unchanged := state(t, db)
 	events := query(t, db, "SELECT count(*), group_concat(hash) FROM memory_events")
-	mustExec(t, snap, "CREATE TRIGGER notes_rewrite AFTER UPDATE ON notes BEGIN UPDATE memory_events SET content = 'x'; END")
+	sqlitetest.ExecFile(t, snap, "CREATE TRIGGER notes_rewrite AFTER UPDATE ON notes BEGIN UPDATE memory_events SET content = 'x'; END")
 	for _, dry := range []bool{true, false} {
 		_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, DryRun: dry})
 		var h *snapshot.HostileError
@@ -387,7 +347,7 @@ func TestRestoreRefusesHostileSnapshots(t *testing.T) {
 			t.Fatalf("dry run %v: %v", dry, err)
 		}
 	}
-	mustExec(t, snap, "DROP TRIGGER notes_rewrite")
+	sqlitetest.ExecFile(t, snap, "DROP TRIGGER notes_rewrite")
 	_, err := Run(context.Background(), Options{DB: db, Snapshot: snap, Timeout: time.Nanosecond})
 	var be *snapshot.BudgetError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {

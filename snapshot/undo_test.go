@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 const fixture = `PRAGMA journal_mode=WAL;
@@ -53,25 +54,7 @@ func digest(t *testing.T, c *rawsqlite.Conn) string {
 		if strings.Contains(tbl, "_") && strings.HasPrefix(tbl, "ft_") {
 			continue // FTS5 shadow tables: their pages, not the agent's rows
 		}
-		var rows []string
-		err := c.Each("SELECT * FROM "+rawsqlite.QuoteIdent(tbl), func(st *rawsqlite.Stmt) error {
-			var r strings.Builder
-			for i := range st.ColumnCount() {
-				switch st.ColumnType(i) {
-				case rawsqlite.TypeNull:
-					r.WriteString("|N")
-				case rawsqlite.TypeBlob:
-					fmt.Fprintf(&r, "|B%x", sha256.Sum256(st.ColumnBlob(i)))
-				default:
-					fmt.Fprintf(&r, "|%d:%s", st.ColumnType(i), st.ColumnText(i))
-				}
-			}
-			rows = append(rows, r.String())
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := sqlitetest.ConnRows(t, c, "SELECT * FROM "+rawsqlite.QuoteIdent(tbl))
 		sortStrings(rows)
 		fmt.Fprintf(&b, "%s: %s\n", tbl, strings.Join(rows, " / "))
 	}

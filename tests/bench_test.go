@@ -1,9 +1,6 @@
 package tests
 
 import (
-	"bufio"
-	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,56 +88,6 @@ func BenchmarkCSVExport100k(b *testing.B) {
 		b.ReportMetric(float64(oursCPU)/float64(theirsCPU), "cpu-ratio")
 		b.ReportMetric(msPer(trivialCPU, b.N), "cpu-ms/trivial-call")
 	}
-}
-
-// rawClient speaks JSON-RPC lines to a server process without decoding
-// the answers.
-type rawClient struct {
-	tb  testing.TB
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-func startRaw(tb testing.TB, db string, flags ...string) *rawClient {
-	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	c := &rawClient{tb: tb, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	c.read()
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return c
-}
-
-func (c *rawClient) send(line string) {
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.tb.Fatal(err)
-	}
-}
-
-func (c *rawClient) read() string {
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		c.tb.Fatal(err)
-	}
-	return line
-}
-
-func (c *rawClient) call(id int, tool string, args map[string]any) string {
-	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-	c.send(string(req))
-	return c.read()
 }
 
 // BenchmarkFrontMemory makes b.N calls (at least 1,000) and reports the

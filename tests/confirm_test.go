@@ -349,7 +349,7 @@ var modernMeta = map[string]any{
 
 // modernCall sends one 2026-07-28 tools/call with the round-trip fields
 // (raw JSON-RPC: mcp-go's client fills them itself) and returns its result.
-func modernCall(p *procServer, id int, tool string, args map[string]any, state string, responses map[string]any) map[string]any {
+func modernCall(p *rawServer, id int, tool string, args map[string]any, state string, responses map[string]any) map[string]any {
 	params := map[string]any{"name": tool, "arguments": args, "_meta": modernMeta}
 	if state != "" {
 		params["requestState"] = state
@@ -386,7 +386,7 @@ func TestConfirmRoundTripState(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": map[string]any{"_meta": modernMeta}})
-	p := startProcInit(t, db, string(b))
+	p := startRawInit(t, db, string(b))
 	modernCall(p, 2, "write_query", q("CREATE TABLE t (x)"), "", nil)
 	modernCall(p, 3, "write_query", q("INSERT INTO t VALUES (1), (2)"), "", nil)
 	before := dump(t, db, "t")
@@ -429,14 +429,14 @@ func TestConfirmRoundTripState(t *testing.T) {
 }
 
 // legacyAsking is a raw 2025-11-25 client that declares elicitation.
-func legacyAsking(t *testing.T, db string, flags ...string) *procServer {
+func legacyAsking(t *testing.T, db string, flags ...string) *rawServer {
 	t.Helper()
-	p := startProcInit(t, db, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`, flags...)
+	p := startRawInit(t, db, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`, flags...)
 	return p
 }
 
 // readRequest reads until the server's request of method.
-func (p *procServer) readRequest(method string) map[string]any {
+func (p *rawServer) readRequest(method string) map[string]any {
 	for {
 		var msg map[string]any
 		if json.Unmarshal([]byte(p.read()), &msg) == nil && msg["method"] == method && msg["id"] != nil {
@@ -448,7 +448,7 @@ func (p *procServer) readRequest(method string) map[string]any {
 // askingToDrop starts a 2025 client's server on db, makes table t and
 // calls destructive_query to drop it (request id 3); it returns the server
 // and the question it sent.
-func askingToDrop(t *testing.T, db string) (*procServer, map[string]any) {
+func askingToDrop(t *testing.T, db string) (*rawServer, map[string]any) {
 	t.Helper()
 	p := legacyAsking(t, db)
 	p.callLine(2, "write_query", q("CREATE TABLE t (x)"))
@@ -486,11 +486,11 @@ func TestConfirmShutdownWhileAsking(t *testing.T) {
 
 // closeWhileAsking closes the server's stdin while a question waits and
 // requires a clean exit within 5 s.
-func closeWhileAsking(t *testing.T, p *procServer) {
+func closeWhileAsking(t *testing.T, p *rawServer) {
 	t.Helper()
 	p.in.Close()
 	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	go func() { done <- p.wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -539,7 +539,7 @@ func TestConfirmShutdownWhileModernAsks(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": map[string]any{"_meta": modernMeta}})
-	p := startProcInit(t, db, string(b))
+	p := startRawInit(t, db, string(b))
 	modernCall(p, 2, "write_query", q("CREATE TABLE t (x)"), "", nil)
 	if asked := modernCall(p, 3, "destructive_query", map[string]any{"query": "DROP TABLE t", "reason": "cleanup"}, "", nil); asked["resultType"] != "input_required" {
 		t.Fatalf("first round: %v", asked)

@@ -24,8 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
@@ -141,14 +139,9 @@ func checkIntegrity(t *testing.T, db *sql.DB) {
 	}
 }
 
-// ownServer is a server started by the test itself, so that it can be
-// killed with SIGKILL: its MCP client talks over the process's pipes.
-type ownServer struct {
-	*session
-	stdin io.Closer
-}
-
-func startOwn(t *testing.T, db string, flags ...string) *ownServer {
+// startOwn starts a server the test owns, so that it can be killed with
+// SIGKILL: its MCP client talks over the process's pipes.
+func startOwn(t *testing.T, db string, flags ...string) *session {
 	t.Helper()
 	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
 	serverStarted(db, cmd)
@@ -156,36 +149,11 @@ func startOwn(t *testing.T, db string, flags ...string) *ownServer {
 	// the test's own.
 	cmd.Env = append(os.Environ(), "TMPDIR="+testDir(t))
 	cmd.Stderr = io.Discard
-	stdin, err := cmd.StdinPipe()
+	s, err := pipeServer(t, cmd).session(t, db, "fault", 30*time.Second)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	c := client.NewClient(transport.NewIO(stdout, stdin, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "fault", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	own := &ownServer{session: &session{t: t, c: c, db: db, cmd: cmd}, stdin: stdin}
-	own.guardLocks()
-	return own
+	return s
 }
 
 // TestFaultServerKilledDuringAppends kills the front with SIGKILL while

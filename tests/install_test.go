@@ -239,23 +239,12 @@ func TestNpxLauncher(t *testing.T) {
 		{"SIGINT passed on", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGINT) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(launcher, "--db", filepath.Join(testDir(t), "m.db"))
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
+			srv := pipeServer(t, exec.Command(launcher, "--db", filepath.Join(testDir(t), "m.db")))
+			cmd := srv.cmd
 			// One request and its answer: the server is up behind the
 			// launcher, and stdout carries nothing but the protocol.
-			fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
-			line, err := readLine(stdout)
+			srv.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+			line, err := srv.out.ReadString('\n')
 			if err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":1,"result":`) {
 				t.Fatalf("first stdout line through the launcher %q (%v)", line, err)
 			}
@@ -263,11 +252,11 @@ func TestNpxLauncher(t *testing.T) {
 			if len(children) != 1 {
 				t.Fatalf("the launcher has children %v, want its server", children)
 			}
-			if err := tc.end(cmd, stdin); err != nil {
+			if err := tc.end(cmd, srv.in); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { io.Copy(io.Discard, stdout); done <- cmd.Wait() }()
+			go func() { io.Copy(io.Discard, srv.out); done <- srv.wait() }()
 			select {
 			case err := <-done:
 				if err != nil {
@@ -386,20 +375,6 @@ func driveSession(t *testing.T, s *session) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
-}
-
-func readLine(r io.Reader) (string, error) {
-	var b []byte
-	one := make([]byte, 1)
-	for {
-		if _, err := r.Read(one); err != nil {
-			return string(b), err
-		}
-		if one[0] == '\n' {
-			return string(b), nil
-		}
-		b = append(b, one[0])
-	}
 }
 
 // childPIDs are the children of pid (Linux: /proc's children lists).

@@ -10,7 +10,6 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,10 +24,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Liveness bounds: generous, since the machine may be loaded; nothing is
@@ -109,20 +104,10 @@ func startReplicated(t *testing.T, bin, db, config string, flags ...string) *rep
 	stderr := &lockedBuffer{}
 	go func() { _, _ = io.Copy(stderr, errRead) }()
 	var hangUp sync.Once
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := pipeServer(t, cmd)
 	errWrite.Close()
 	r := &replicated{stderr: stderr, exited: make(chan struct{}), hangUp: func() { hangUp.Do(func() { errRead.Close() }) }}
-	go func() { _ = cmd.Wait(); close(r.exited) }()
+	go func() { _ = srv.wait(); close(r.exited) }()
 	t.Cleanup(func() {
 		// Nothing may still write into the test's folders when they are
 		// removed: not the guard's final sync either.
@@ -134,20 +119,11 @@ func startReplicated(t *testing.T, bin, db, config string, flags ...string) *rep
 			t.Logf("server stderr (%s):\n%s", db, stderr.String())
 		}
 	})
-	c := client.NewClient(transport.NewIO(stdout, stdin, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "litestream-e2e", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	s, err := srv.session(t, db, "litestream-e2e", 60*time.Second)
+	if err != nil {
 		t.Fatalf("initialize: %v\nstderr:\n%s", err, stderr.String())
 	}
-	r.session = &session{t: t, c: c, db: db, cmd: cmd}
-	r.guardLocks()
+	r.session = s
 	return r
 }
 

@@ -24,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	_ "modernc.org/sqlite"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // Paths of the binaries built once for all tests: the server with its lean
@@ -312,25 +314,12 @@ func dump(t testing.TB, path string, tables ...string) string {
 // scan order (stable while the table is unchanged).
 func eachRowText(t testing.TB, db *sql.DB, table string, fn func(line string)) {
 	t.Helper()
-	rows, err := db.Query(`SELECT * FROM "` + strings.ReplaceAll(table, `"`, `""`) + `"`)
+	rows, err := sqlitetest.Rows(db, `SELECT * FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`)
 	if err != nil {
 		t.Fatalf("read %s: %v", table, err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+	for _, vals := range rows {
 		fn(fmt.Sprintf("%s:%v\n", table, vals))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("read %s: %v", table, err)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // referenceDB copies the reference server's database (the project's copy
@@ -36,20 +38,11 @@ func referenceDB(t *testing.T) string {
 
 func schemaRows(t *testing.T, path string) string {
 	t.Helper()
-	rows, err := openDirect(t, path).Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
+	rows, err := sqlitetest.Rows(openDirect(t, path), `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		var typ, name, tbl, sql string
-		if err := rows.Scan(&typ, &name, &tbl, &sql); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s|%s|%s|%s\n", typ, name, tbl, sql)
-	}
-	return b.String()
+	return sqlitetest.Text(rows)
 }
 
 type verification struct {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // Regression tests for the policy defects of issue 11, over stdio with the
@@ -276,19 +278,13 @@ func TestPolicyDefectSchemaReplay(t *testing.T) {
 			where += " AND tbl_name NOT IN ('memory_events', 'memory_checkpoints', 'query_log', 'query_errors')" +
 				` AND tbl_name NOT LIKE 'memory\_events\_fts%' ESCAPE '\' AND tbl_name NOT LIKE 'memory\_checkpoints\_fts%' ESCAPE '\'` // the memory's index
 		}
-		db := openDirect(t, path)
-		rows, err := db.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema WHERE ` + where + ` ORDER BY type, name`)
+		rows, err := sqlitetest.Rows(openDirect(t, path), `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema WHERE `+where+` ORDER BY type, name`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
 		var out []string
-		for rows.Next() {
-			var typ, name, tbl, text string
-			if err := rows.Scan(&typ, &name, &tbl, &text); err != nil {
-				t.Fatal(err)
-			}
-			b, _ := json.Marshal([]string{typ, name, tbl, text})
+		for _, row := range rows {
+			b, _ := json.Marshal(row) // four strings
 			out = append(out, string(b))
 		}
 		return strings.Join(out, "\n")

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -339,22 +338,8 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			db := newDB(t)
-			cmd := exec.Command(serverBin, "--db", db, "--query-timeout", "60")
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
-			c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-			c.read()
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c := startRaw(t, db, "--query-timeout", "60")
+			cmd := c.cmd
 			var workers []int
 			mustWaitFor(t, "4 standbys", func() bool { workers = workersOfServer(cmd.Process.Pid); return len(workers) == 4 })
 			if how == "SIGKILL" {
@@ -380,9 +365,9 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 				workers = workersOfServer(cmd.Process.Pid)
 				_ = cmd.Process.Kill()
 			} else {
-				in.Close()
+				c.in.Close()
 			}
-			_ = cmd.Wait()
+			_ = c.wait()
 			mustWaitFor(t, "every worker to die", func() bool {
 				for _, pid := range workers {
 					if alive(pid) {
@@ -408,30 +393,23 @@ func TestNoWorkerOutsideItsJob(t *testing.T) {
 	hold := filepath.Join(dir, "held-workers")
 	cmd := exec.Command(serverBin, "-v", "--db", filepath.Join(dir, "memory.db"))
 	cmd.Env = append(os.Environ(), "MCP_SQLITE_TEST_HOLD_SPAWN="+hold)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
 	var logs lockedBuffer
 	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := pipeServer(t, cmd)
 	var held []int
 	if !waitFor(20*time.Second, func() bool {
 		held = heldWorkers(t, hold)
 		return len(held) > 0
 	}) {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = srv.wait()
 		t.Fatalf("the server held no worker; its log:\n%s", tail(logs.String(), 2000))
 	}
 	if !alive(held[0]) {
 		t.Fatalf("held worker %d is not alive before the kill", held[0])
 	}
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	_ = srv.wait()
 	held = heldWorkers(t, hold) // any other start that reached the hold
 	if !waitFor(10*time.Second, func() bool { return !slices.ContainsFunc(held, alive) }) {
 		left := slices.DeleteFunc(slices.Clone(held), func(pid int) bool { return !alive(pid) })

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // restoreRun runs `mcp-sqlite-memory restore ARGS`, retrying while the
@@ -44,39 +45,11 @@ func restoreOK(t testing.TB, args ...string) string {
 // its rows, one line per row, values joined by '|'.
 func queryText(t *testing.T, db, query string) string {
 	t.Helper()
-	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rows, err := conn.Query(query)
+	rows, err := sqlitetest.FileRows(db, query)
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteByte('|')
-			}
-			b.WriteString(v.String)
-		}
-		b.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return sqlitetest.Text(rows)
 }
 
 // verifyExit runs `verify --db db` and returns its exit status and output.

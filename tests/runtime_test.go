@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -10,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,65 +173,13 @@ func TestCancelledWriteLeavesNoTrace(t *testing.T) {
 	}
 }
 
-// procServer is a server process driven with raw JSON-RPC lines.
-type procServer struct {
-	*rawClient
-	cmd *exec.Cmd
-}
-
-func startProc(t *testing.T, db string, flags ...string) *procServer {
-	t.Helper()
-	return startProcInit(t, db, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, flags...)
-}
-
-// startProcInit is startProc with its own initialize request line.
-func startProcInit(t *testing.T, db, initialize string, flags ...string) *procServer {
-	t.Helper()
-	cmd := exec.Command(serverBin, append([]string{"--db", db}, flags...)...)
-	serverStarted(db, cmd)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	p := &procServer{rawClient: &rawClient{tb: t, in: in, out: bufio.NewReaderSize(out, 1<<20)}, cmd: cmd}
-	p.send(initialize)
-	p.read()
-	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return p
-}
-
-func (p *procServer) callLine(id int, tool string, args map[string]any) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-	p.send(string(b))
-}
-
-// readUntil reads messages until the response with id, and returns the
-// ids of the responses read on the way.
-func (p *procServer) readUntil(id int) (seen []int) {
-	for {
-		var msg struct {
-			ID *int `json:"id"`
-		}
-		line := p.read()
-		if json.Unmarshal([]byte(line), &msg) != nil || msg.ID == nil {
-			continue // a notification
-		}
-		seen = append(seen, *msg.ID)
-		if *msg.ID == id {
-			return seen
-		}
-	}
-}
-
 // TestCancelledCallGetsNoResponse: after notifications/cancelled the call's
 // response never comes; cancelling a finished call or an unknown id is
 // ignored.
 func TestCancelledCallGetsNoResponse(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	p := startProc(t, db, "--query-timeout", "30", "--standby-workers", "0")
+	p := startRaw(t, db, "--query-timeout", "30", "--standby-workers", "0")
 	p.callLine(2, "read_query", q(runaway))
 	waitWorker(t, db)
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user pressed stop"}}`)

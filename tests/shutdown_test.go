@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"os/exec"
@@ -29,16 +28,8 @@ func TestShutdown(t *testing.T) {
 			cmd := exec.Command(serverBin, "--db", db, "--query-timeout", "30")
 			serverStarted(db, cmd)
 			newProcessGroup(cmd)
-			in, _ := cmd.StdinPipe()
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
-			c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-			c.read()
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c := pipeServer(t, cmd)
+			c.handshake(rawInitialize)
 			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_query","arguments":{"query":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}}}`)
 			// The call took the standby worker and a new standby started.
 			if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) >= 2 }) {
@@ -54,10 +45,10 @@ func TestShutdown(t *testing.T) {
 					t.Fatalf("%s: %v", how, err)
 				}
 			} else {
-				in.Close()
+				c.in.Close()
 			}
 			answer, _ := io.ReadAll(c.out)
-			err := cmd.Wait()
+			err := c.wait()
 			if d := time.Since(began); d > 2*time.Second {
 				t.Errorf("exit took %s with --query-timeout 30", d)
 			}
@@ -89,20 +80,13 @@ func TestQuietShutdown(t *testing.T) {
 		cmd := exec.Command(serverBin, "--db", newDB(t))
 		var stderr lockedBuffer
 		cmd.Stderr = &stderr
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		c := &rawClient{tb: t, in: in, out: bufio.NewReader(out)}
-		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-		c.read()
-		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c := pipeServer(t, cmd)
+		c.handshake(rawInitialize)
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"append_event","arguments":{"content":"one event"}}}`)
 		c.read()
-		in.Close()
+		c.in.Close()
 		_, _ = io.ReadAll(c.out)
-		if err := cmd.Wait(); err != nil {
+		if err := c.wait(); err != nil {
 			t.Fatalf("session %d: exit: %v\n%s", i+1, err, bounded(stderr.String()))
 		}
 		for _, line := range strings.Split(stderr.String(), "\n") {

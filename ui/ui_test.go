@@ -3,7 +3,6 @@ package ui
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/portable"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
@@ -107,17 +107,6 @@ func fixture(t *testing.T, events int) (db, snapDir string) {
 	return db, snapDir
 }
 
-// digest hashes the file; call it only while the test holds no
-// connection to it (the lock trap).
-func digest(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
-
 func newUI(t *testing.T, db, snapDir string) *UI {
 	t.Helper()
 	u, err := New(context.Background(), Options{DB: db, SnapshotDir: snapDir, Stem: "mem", Hosts: []string{testHost},
@@ -155,7 +144,7 @@ func rowIDs(body string) []string {
 
 func TestPages(t *testing.T) {
 	db, snapDir := fixture(t, 60)
-	before := digest(t, db)
+	before := sqlitetest.FileDigest(t, db)
 	u := newUI(t, db, snapDir)
 	h := u.Handler()
 	tests := []struct {
@@ -220,7 +209,7 @@ func TestPages(t *testing.T) {
 		})
 	}
 	u.Close()
-	if digest(t, db) != before {
+	if sqlitetest.FileDigest(t, db) != before {
 		t.Fatal("the pages changed the database file")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // shopDB is a parent table with a cascading child, a SET NULL child, and
@@ -53,13 +54,8 @@ func digest(t *testing.T, db string) [32]byte {
 		t.Fatal(err)
 	}
 	for _, tb := range tables {
-		if err := eachRow(c, "SELECT * FROM "+rawsqlite.QuoteIdent(tb), func(st *rawsqlite.Stmt) {
-			for i := 0; i < st.ColumnCount(); i++ {
-				b.WriteString(st.ColumnText(i) + ",")
-			}
-			b.WriteString("\n")
-		}); err != nil {
-			t.Fatal(err)
+		for _, row := range sqlitetest.ConnRows(t, c, "SELECT * FROM "+rawsqlite.QuoteIdent(tb)) {
+			b.WriteString(row + "\n")
 		}
 	}
 	return sha256.Sum256([]byte(b.String()))

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/snapshot"
 )
 
@@ -31,24 +32,9 @@ func rows(t *testing.T, db string) string {
 	defer c.Close()
 	var b strings.Builder
 	for _, q := range []string{"SELECT type || name || sql FROM sqlite_schema ORDER BY name", "SELECT * FROM t ORDER BY id", "SELECT * FROM kids ORDER BY id"} {
-		st, _, err := c.Prepare(q)
-		if err != nil {
-			t.Fatal(err)
+		for _, row := range sqlitetest.ConnRows(t, c, q) {
+			b.WriteString(row + "\n")
 		}
-		for {
-			row, err := st.Step()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !row {
-				break
-			}
-			for i := range st.ColumnCount() {
-				fmt.Fprintf(&b, "%d:%s|", st.ColumnType(i), st.ColumnText(i))
-			}
-			b.WriteByte('\n')
-		}
-		st.Finalize()
 	}
 	return b.String()
 }

@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"crypto/sha256"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +8,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // vtabDB is a database with an R*Tree table, FTS5 tables of every content
@@ -32,15 +31,6 @@ func vtabDB(t *testing.T) string {
 		"CREATE TABLE feed (body TEXT)",
 		"CREATE TRIGGER feed_index AFTER INSERT ON feed BEGIN INSERT INTO cl (body) VALUES (NEW.body); END",
 	)
-}
-
-func fileSum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
 }
 
 // TestVirtualTableReads: a virtual table's own statements (R*Tree prepares
@@ -70,7 +60,7 @@ func TestVirtualTableReads(t *testing.T) {
 		for _, sql := range append(append([]string{}, selects...), statements...) {
 			t.Run(string(mode)+" "+sql, func(t *testing.T) {
 				db := vtabDB(t)
-				before := fileSum(t, db)
+				before := sqlitetest.FileDigest(t, db)
 				req := request(db, ipc.OpQuery, mode, sql)
 				req.ReadOnlyFile = mode == "select"
 				resp := execute(req, hclog.NewNullLogger())
@@ -86,7 +76,7 @@ func TestVirtualTableReads(t *testing.T) {
 				case strings.Contains(sql, "check") && !strings.Contains(resp.Text, "ok"):
 					t.Fatalf("check did not pass: %q", resp.Text)
 				}
-				if fileSum(t, db) != before {
+				if sqlitetest.FileDigest(t, db) != before {
 					t.Fatal("the database file changed")
 				}
 			})
@@ -103,11 +93,11 @@ func TestVirtualTableReads(t *testing.T) {
 	} {
 		t.Run("read refuses "+sql, func(t *testing.T) {
 			db := vtabDB(t)
-			before := fileSum(t, db)
+			before := sqlitetest.FileDigest(t, db)
 			if resp := execute(request(db, ipc.OpQuery, "read", sql), hclog.NewNullLogger()); resp.OK {
 				t.Fatalf("allowed: %+v", resp)
 			}
-			if fileSum(t, db) != before {
+			if sqlitetest.FileDigest(t, db) != before {
 				t.Fatal("the database file changed")
 			}
 		})
@@ -161,13 +151,13 @@ func TestFTSCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := vtabDB(t)
-			before := fileSum(t, db)
+			before := sqlitetest.FileDigest(t, db)
 			resp := execute(request(db, ipc.OpQuery, tt.mode, tt.sql), hclog.NewNullLogger())
 			if tt.code != "" {
 				if resp.OK || resp.Code != tt.code || !strings.Contains(resp.Message, tt.text) {
 					t.Fatalf("got %s: %s (ok=%v %q), want %s containing %q", resp.Code, resp.Message, resp.OK, resp.Text, tt.code, tt.text)
 				}
-				if fileSum(t, db) != before {
+				if sqlitetest.FileDigest(t, db) != before {
 					t.Fatal("the database file changed after a refusal")
 				}
 			} else if !resp.OK || !strings.Contains(resp.Text, tt.text) {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite/sqlitetest"
 )
 
 // shared is a database written once for the tests that only read it.
@@ -55,29 +57,16 @@ func contentHash(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	h := sha256.New()
 	for _, table := range Tables() {
-		rows, err := db.Query("SELECT * FROM " + table + " ORDER BY id")
+		rows, err := sqlitetest.Rows(db, "SELECT * FROM "+table+" ORDER BY id")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range rows {
 			for _, v := range vals {
 				fmt.Fprintf(h, "%T:%v|", v, v)
 			}
 			h.Write([]byte{'\n'})
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
