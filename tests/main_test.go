@@ -98,11 +98,13 @@ func TestMain(m *testing.M) {
 }
 
 // buildBinaries builds the server (with flags) and its lean worker into
-// serverBin and workerBin, as go install builds them.
+// serverBin and workerBin, as go install builds them, but for the server's
+// test hook (testTags).
 func buildBinaries(dir string, serverFlags []string) {
 	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
 		args := []string{"build", "-o", bin}
 		if bin == serverBin {
+			args = append(args, "-tags", testTags)
 			args = append(args, serverFlags...)
 		}
 		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
@@ -113,6 +115,12 @@ func buildBinaries(dir string, serverFlags []string) {
 		}
 	}
 }
+
+// testTags are the build tags of the server the tests run: testhold
+// links the spawner's hold (ipc/testhold.go, TestNoWorkerOutsideItsJob),
+// which a shipped binary leaves out. A prebuilt server (prebuiltEnv) must
+// be built with them too (.ci/windows.sh does).
+const testTags = "testhold"
 
 // prebuiltEnv names a folder holding mcp-sqlite-memory and
 // mcp-sqlite-memory-worker (with .exe on Windows) built elsewhere:
