@@ -208,7 +208,7 @@ ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL points it at a proxy).`,
 			about: `Runs one worker request (JSON on stdin) and writes one response (a JSON
 header line and the raw result) on stdout; see worker/README.md. The server
 runs its workers this way; by hand it is for fuzzing and debugging.`,
-			examples: []string{`echo '{"v":1,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
+			examples: []string{`echo '{"v":5,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
 		}
 	},
 	"version": func() help {
