@@ -189,16 +189,17 @@ See docs/ui.md.`,
 	"eval": func() help {
 		fs, _ := newEvalFlags()
 		return help{
-			usage: "eval (--model MODEL | --scripted) [flags]",
-			about: `Runs the analytics tasks (eval/tasks.json) through this binary started as
-"--profile readonly" over stdio, checks every answer against SQLite and
-prints a report. Exit status 1 when any task fails. The model run needs
-ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL points it at a proxy).`,
+			usage: "eval --scripted [flags]",
+			about: `Runs the analytics tasks (eval/tasks.json) with their scripted SQL through
+this binary started as "--profile readonly" over stdio, checks every answer
+against SQLite and prints a report: a test of the server, no model, no key.
+Exit status 1 when any task fails. A model's run is a command of its own,
+mcp-sqlite-memory-eval (go install ./cmd/mcp-sqlite-memory-eval), which
+this server does not link; see docs/readonly.md.`,
 			flags: flagRows(fs),
 			examples: []string{
-				"mcp-sqlite-memory eval --scripted            # scripted SQL, no model, no key",
-				"mcp-sqlite-memory eval --model claude-sonnet-4-5",
-				"mcp-sqlite-memory eval --model claude-sonnet-4-5 --task revenue_2025,join_latest_orders -v",
+				"mcp-sqlite-memory eval --scripted",
+				"mcp-sqlite-memory eval --scripted --task revenue_2025,join_latest_orders -v",
 			},
 		}
 	},

@@ -51,3 +51,35 @@ func TestShippedBuildHasNoTestHold(t *testing.T) {
 		t.Errorf("-tags %s does not compile ipc/testhold.go (files: %v)", testTags, tagged)
 	}
 }
+
+// llmClient is the only package of the module that talks to a model API.
+const llmClient = "github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/agent"
+
+// TestServerLinksNoLLMClient: the server binary does not link the model
+// API client (issue 44): the model-driven evaluation is
+// cmd/mcp-sqlite-memory-eval, and the server keeps eval --scripted only.
+func TestServerLinksNoLLMClient(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		t.Run(goos, func(t *testing.T) {
+			t.Setenv("GOOS", goos)
+			server := goList(t, "-deps", "../cmd/mcp-sqlite-memory")
+			if !slices.Contains(server, "github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval") {
+				t.Fatalf("go list -deps of the server lacks package eval (eval --scripted): %d packages listed", len(server))
+			}
+			if slices.Contains(server, llmClient) {
+				t.Errorf("the server links %s; the model run belongs to cmd/mcp-sqlite-memory-eval (go list -deps ./cmd/mcp-sqlite-memory)", llmClient)
+			}
+			// Nor may the client come back inside what the server links of
+			// the evaluation: none of it makes HTTP requests.
+			for _, pkg := range []string{"../eval", "../eval/harness", "../eval/sampledb"} {
+				if imports := goList(t, "-f", "{{join .Imports \" \"}}", pkg); slices.Contains(imports, "net/http") {
+					t.Errorf("%s imports net/http: the model API client is eval/agent's, which the server does not link", pkg)
+				}
+			}
+			// The check names the right package: the eval command links it.
+			if cmd := goList(t, "-deps", "../cmd/mcp-sqlite-memory-eval"); !slices.Contains(cmd, llmClient) {
+				t.Errorf("cmd/mcp-sqlite-memory-eval does not link %s: has the client moved? (%d packages)", llmClient, len(cmd))
+			}
+		})
+	}
+}
