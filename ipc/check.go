@@ -24,7 +24,8 @@ var CheckWait = 10 * time.Second
 // ReadyByte, then refuses it with a frame that carries the versions it
 // speaks (Response.Speaks), before it touches any database; those must
 // include Version. A worker of a version before 5 has no such field: its
-// frame's own version is the one it speaks. The error says what is wrong
+// frame's own version is the newest it speaks; from version 5 on a frame
+// without it is no worker's. The error says what is wrong
 // in words, for the caller to add what to type.
 func CheckWorker(ctx context.Context, path string, args []string) error {
 	fi, err := os.Stat(path)
@@ -68,8 +69,12 @@ func CheckWorker(ctx context.Context, path string, args []string) error {
 		return fmt.Errorf("it is not mcp-sqlite-memory-worker (its handshake answer is not a worker frame: %.80q)", line)
 	}
 	speaks := Versions{head.V, head.V}
-	if head.Speaks != nil {
+	switch {
+	case head.Speaks != nil:
 		speaks = *head.Speaks
+	case head.V >= 5:
+		// Every worker since version 5 says it.
+		return fmt.Errorf("it answers worker protocol version %d without the versions it speaks: it is not mcp-sqlite-memory-worker of this build", head.V)
 	}
 	if !speaks.Has(Version) {
 		return fmt.Errorf("it speaks worker protocol %s, this server speaks version %d: the server and worker binaries must come from the same build", speaks, Version)

@@ -42,6 +42,7 @@ func TestCheckWorker(t *testing.T) {
 		{"a worker of version 4", self, "v4worker", fmt.Sprintf("it speaks worker protocol version 4, this server speaks version %d: the server and worker binaries must come from the same build", Version)},
 		{"a later worker", self, "laterworker", fmt.Sprintf("it speaks worker protocol version %d, this server speaks version %d: the server and worker binaries must come from the same build", Version+1, Version)},
 		{"a later worker that speaks this version too", self, "rangeworker", ""},
+		{"a frame of this version without versions", self, "nospeaks", fmt.Sprintf("it answers worker protocol version %d without the versions it speaks", Version)},
 	}
 	if runtime.GOOS != "windows" {
 		tests = append(tests, struct {

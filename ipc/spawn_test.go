@@ -40,6 +40,12 @@ func helperWorker(mode string) int {
 		// bytes the real one (commit d65e8a6) wrote to CheckWorker.
 		os.Stdout.WriteString("\x06" + `{"v":4,"ok":false,"code":"INVALID_ARGUMENT","message":"request has protocol version 1048576; this worker speaks versions 1 to 4 (the server and worker binaries must match)","rows":0}` + "\n")
 		return 0
+	case "nospeaks":
+		// A frame of this version without the versions it speaks.
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, Code: "INVALID_ARGUMENT", Message: "no"})
+		return 0
 	case "laterworker", "rangeworker":
 		// Workers of a later protocol: one that speaks only its own
 		// version, and one that also speaks this one.
