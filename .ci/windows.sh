@@ -39,7 +39,9 @@ for p in "${pkgs[@]}"; do
 done
 GOOS=windows GOARCH=amd64 go test -c -o "$work/tests.test.exe" ./tests
 mkdir -p "$work/bin"
-GOOS=windows GOARCH=amd64 go build -o "$work/bin/" ./cmd/mcp-sqlite-memory ./cmd/mcp-sqlite-memory-worker
+# The server with the hold of tests/TestNoWorkerOutsideItsJob (ipc/testhold.go),
+# as tests/main_test.go builds it, and the eval command beside it.
+GOOS=windows GOARCH=amd64 go build -tags testhold -o "$work/bin/" ./cmd/mcp-sqlite-memory ./cmd/mcp-sqlite-memory-worker ./cmd/mcp-sqlite-memory-eval
 # The spawn benchmark's yardstick: an empty Go program, built the same way.
 mkdir -p "$work/empty"
 printf 'package main\n\nfunc main() {}\n' >"$work/empty/main.go"

@@ -2,27 +2,19 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/harness"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
 )
 
@@ -42,10 +34,9 @@ func (l *stringList) Set(v string) error {
 
 // evalOptions are eval's flags.
 type evalOptions struct {
-	model, dbPath, keep *string
-	maxSteps            *int
-	scripted, verbose   *bool
-	only                *stringList
+	dbPath, keep      *string
+	scripted, verbose *bool
+	only              *stringList
 }
 
 // newEvalFlags declares eval's flags; its --help lists them from here.
@@ -54,11 +45,9 @@ func newEvalFlags() (*flag.FlagSet, evalOptions) {
 	// Parse errors come back as a UsageError; --help prints the common layout.
 	fs.SetOutput(io.Discard)
 	o := evalOptions{
-		model:    fs.String("model", "", "Anthropic `MODEL` to evaluate, e.g. claude-sonnet-4-5 (required unless --scripted)"),
-		maxSteps: fs.Int("max-steps", eval.DefaultMaxSteps, "model requests per task"),
 		dbPath:   fs.String("db", "", "`PATH` of the database to evaluate on (default: a fresh sample shop database in a temporary folder)"),
 		keep:     fs.String("keep", "", "write the sample database into `DIR` and keep it (only without --db)"),
-		scripted: fs.Bool("scripted", false, "replay each task's scripted SQL instead of asking a model (tests the server; no key needed)"),
+		scripted: fs.Bool("scripted", false, "replay each task's scripted SQL (required: a model's run is mcp-sqlite-memory-eval)"),
 		only:     &stringList{},
 	}
 	fs.Var(o.only, "task", "run only this task `ID` (repeatable, or a comma-separated list)")
@@ -66,9 +55,23 @@ func newEvalFlags() (*flag.FlagSet, evalOptions) {
 	return fs, o
 }
 
-// evalCmd drives a model (or the scripted solver) through the readonly
-// profile's tools, served by this binary as a real stdio child.
+// modelFlags are the flags of the model-driven run, which moved to
+// mcp-sqlite-memory-eval: eval names that command when it sees one.
+var modelFlags = []string{"model", "max-steps"}
+
+// evalCmd replays the tasks' scripted SQL through the readonly profile's
+// tools, served by this binary as a real stdio child. The model-driven
+// run is cmd/mcp-sqlite-memory-eval: this binary links no model client.
 func evalCmd(ctx context.Context, args []string, env Env) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && slices.Contains(modelFlags, name) {
+			return &config.UsageError{Msg: fmt.Sprintf("%s: a model's evaluation is a command of its own, which this server does not link\nTry: go install ./cmd/mcp-sqlite-memory-eval, then mcp-sqlite-memory-eval --model claude-sonnet-4-5 (or mcp-sqlite-memory eval --scripted, no model)", a)}
+		}
+		if a == "--" {
+			break
+		}
+	}
 	fs, o := newEvalFlags()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,88 +80,46 @@ func evalCmd(ctx context.Context, args []string, env Env) error {
 		}
 		return &config.UsageError{Msg: err.Error() + "\nTry: mcp-sqlite-memory eval --help"}
 	}
-	model, maxSteps, dbPath, keep, scripted, only, verbose := o.model, o.maxSteps, o.dbPath, o.keep, o.scripted, *o.only, o.verbose
 	if fs.NArg() > 0 {
-		return &config.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5", fs.Arg(0))}
+		return &config.UsageError{Msg: fmt.Sprintf("unexpected argument %q\nTry: mcp-sqlite-memory eval --scripted", fs.Arg(0))}
 	}
-	apiKey := env.Getenv("ANTHROPIC_API_KEY")
 	switch {
-	case *scripted && *model != "":
-		return &config.UsageError{Msg: "--scripted and --model exclude each other\nTry: mcp-sqlite-memory eval --scripted"}
-	case !*scripted && *model == "":
-		return &config.UsageError{Msg: "eval needs --model (or --scripted for a run without a model)\nTry: mcp-sqlite-memory eval --model claude-sonnet-4-5"}
-	case !*scripted && apiKey == "":
-		return &config.UsageError{Msg: "ANTHROPIC_API_KEY is not set; the model run needs an Anthropic API key\nTry: export ANTHROPIC_API_KEY=sk-ant-...   (or run eval --scripted, which needs none)"}
-	case *maxSteps < 1:
-		return &config.UsageError{Msg: fmt.Sprintf("--max-steps must be at least 1, got %d\nTry: --max-steps %d", *maxSteps, eval.DefaultMaxSteps)}
-	case *dbPath != "" && *keep != "":
+	case !*o.scripted:
+		return &config.UsageError{Msg: "eval needs --scripted (a model's run is mcp-sqlite-memory-eval --model M)\nTry: mcp-sqlite-memory eval --scripted"}
+	case *o.dbPath != "" && *o.keep != "":
 		return &config.UsageError{Msg: "--keep applies only to the generated sample database; drop it when you pass --db"}
 	}
-	tasks, err := selectTasks(only)
+	tasks, err := harness.SelectTasks(*o.only)
 	if err != nil {
 		return err
 	}
 
-	log := newLogger(env, *verbose)
+	log := newLogger(env, *o.verbose)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	db, cleanup, err := evalDatabase(ctx, *dbPath, *keep)
+	db, cleanup, err := harness.Database(ctx, *o.dbPath, *o.keep)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	solver := *model
-	if *scripted {
-		solver = "scripted"
-	}
-	log.Info("evaluating", "db", db, "tasks", len(tasks), "solver", solver)
+	log.Info("evaluating", "db", db, "tasks", len(tasks), "solver", "scripted")
 
-	c, err := startReadonly(ctx, db, *verbose, env.Stderr)
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	listed, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	var serverLog io.Writer
+	if *o.verbose {
+		serverLog = env.Stderr
+	}
+	srv, err := harness.Start(ctx, self, db, "mcp-sqlite-memory eval", server.Version(), serverLog)
 	if err != nil {
-		return fmt.Errorf("list tools: %w", err)
+		return err
 	}
-	caller := eval.ToolCallerFunc(func(ctx context.Context, name string, args map[string]any) (string, bool, error) {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			return "", false, err
-		}
-		return ResultText(res), res.IsError, nil
-	})
+	defer srv.Close()
 
-	solve := eval.ScriptedSolver(caller)
-	if !*scripted {
-		toolsJSON, err := json.Marshal(listed.Tools)
-		if err != nil {
-			return err
-		}
-		specs, err := eval.ParseToolSpecs(toolsJSON)
-		if err != nil {
-			return err
-		}
-		agent := &eval.Agent{
-			BaseURL:    env.Getenv("ANTHROPIC_BASE_URL"), // a proxy or gateway; empty is the public API
-			APIKey:     apiKey,
-			Model:      *model,
-			MaxSteps:   *maxSteps,
-			MaxRetries: 3,
-			HTTP:       &http.Client{Timeout: 5 * time.Minute},
-			Tools:      specs,
-			Caller:     caller,
-			Log:        log.Named("agent"),
-		}
-		solve = agent.Run
-	}
-
-	results, runErr := eval.RunAll(ctx, db, tasks, solve, log)
+	results, runErr := eval.RunAll(ctx, db, tasks, eval.ScriptedSolver(srv.Caller()), log)
 	// The report of the tasks that ran is printed even when the run stopped.
 	if err := eval.WriteReport(env.Stdout, results, true); err != nil {
 		return err
@@ -170,98 +131,4 @@ func evalCmd(ctx context.Context, args []string, env Env) error {
 		return &exitError{status: exitFailed}
 	}
 	return nil
-}
-
-// selectTasks returns the embedded tasks, filtered by ID when asked.
-func selectTasks(only []string) ([]eval.Task, error) {
-	all, err := eval.LoadTasks()
-	if err != nil {
-		return nil, err
-	}
-	if len(only) == 0 {
-		return all, nil
-	}
-	ids := make([]string, len(all))
-	for i, t := range all {
-		ids[i] = t.ID
-	}
-	for _, id := range only {
-		if !slices.Contains(ids, id) {
-			return nil, &config.UsageError{Msg: fmt.Sprintf("unknown task %q\nTry one of: %s", id, strings.Join(ids, ", "))}
-		}
-	}
-	var tasks []eval.Task
-	for _, t := range all {
-		if slices.Contains(only, t.ID) {
-			tasks = append(tasks, t)
-		}
-	}
-	return tasks, nil
-}
-
-// evalDatabase returns the absolute path of the database to evaluate on: the
-// given one, or a fresh sample in keep (or a temporary folder, which cleanup
-// removes).
-func evalDatabase(ctx context.Context, given, keep string) (string, func(), error) {
-	nothing := func() {}
-	if given != "" {
-		abs, err := filepath.Abs(given)
-		if err != nil {
-			return "", nothing, err
-		}
-		if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
-			return "", nothing, &config.UsageError{Msg: fmt.Sprintf("--db %s is not a database file\nTry: mcp-sqlite-memory sample-db ./shop.db", given)}
-		}
-		return abs, nothing, nil
-	}
-	dir, cleanup := keep, nothing
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "mcp-sqlite-memory-eval-")
-		if err != nil {
-			return "", nothing, err
-		}
-		dir, cleanup = tmp, func() { os.RemoveAll(tmp) }
-	}
-	abs, err := filepath.Abs(filepath.Join(dir, "shop.db"))
-	if err != nil {
-		cleanup()
-		return "", nothing, err
-	}
-	if err := sampledb.Write(ctx, abs); err != nil {
-		cleanup()
-		if errors.Is(err, sampledb.ErrExists) {
-			return "", nothing, &config.UsageError{Msg: abs + " exists already; give --keep an empty folder"}
-		}
-		return "", nothing, err
-	}
-	return abs, cleanup, nil
-}
-
-// startReadonly starts this binary as a readonly-profile stdio server on db
-// and initializes the session. The server's stderr is shown only when
-// verbose; the API key is not passed on, the server has no use for it.
-func startReadonly(ctx context.Context, db string, verbose bool, stderr io.Writer) (*client.Client, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	childEnv := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=")
-	})
-	var opts []transport.StdioOption
-	if verbose {
-		opts = append(opts, transport.WithCommandStderrWriter(stderr))
-	}
-	c, err := client.NewStdioMCPClientWithOptions(self, childEnv, []string{"--profile", "readonly", "--db", db}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-sqlite-memory eval", Version: server.Version()}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("initialize the readonly server: %w", err)
-	}
-	return c, nil
 }

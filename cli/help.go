@@ -189,16 +189,17 @@ See docs/ui.md.`,
 	"eval": func() help {
 		fs, _ := newEvalFlags()
 		return help{
-			usage: "eval (--model MODEL | --scripted) [flags]",
-			about: `Runs the analytics tasks (eval/tasks.json) through this binary started as
-"--profile readonly" over stdio, checks every answer against SQLite and
-prints a report. Exit status 1 when any task fails. The model run needs
-ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL points it at a proxy).`,
+			usage: "eval --scripted [flags]",
+			about: `Runs the analytics tasks (eval/tasks.json) with their scripted SQL through
+this binary started as "--profile readonly" over stdio, checks every answer
+against SQLite and prints a report: a test of the server, no model, no key.
+Exit status 1 when any task fails. A model's run is a command of its own,
+mcp-sqlite-memory-eval (go install ./cmd/mcp-sqlite-memory-eval), which
+this server does not link; see docs/readonly.md.`,
 			flags: flagRows(fs),
 			examples: []string{
-				"mcp-sqlite-memory eval --scripted            # scripted SQL, no model, no key",
-				"mcp-sqlite-memory eval --model claude-sonnet-4-5",
-				"mcp-sqlite-memory eval --model claude-sonnet-4-5 --task revenue_2025,join_latest_orders -v",
+				"mcp-sqlite-memory eval --scripted",
+				"mcp-sqlite-memory eval --scripted --task revenue_2025,join_latest_orders -v",
 			},
 		}
 	},
@@ -208,7 +209,7 @@ ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL points it at a proxy).`,
 			about: `Runs one worker request (JSON on stdin) and writes one response (a JSON
 header line and the raw result) on stdout; see worker/README.md. The server
 runs its workers this way; by hand it is for fuzzing and debugging.`,
-			examples: []string{`echo '{"v":1,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
+			examples: []string{`echo '{"v":5,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
 		}
 	},
 	"version": func() help {

@@ -426,7 +426,7 @@ Usage:
   mcp-sqlite-memory import --db NEW FILE         build a new memory from an export, verifying it
   mcp-sqlite-memory restore --db PATH SNAPSHOT   copy a snapshot back while no server holds the file
   mcp-sqlite-memory ui --db PATH [--addr A]      the person's read-only web view on a loopback address
-  mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
+  mcp-sqlite-memory eval --scripted              the analytics tasks, scripted (a model: mcp-sqlite-memory-eval)
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
   mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (also list, revoke NAME)
   mcp-sqlite-memory version                      print the version (also --version)

@@ -13,10 +13,13 @@
 // # Solvers
 //
 // SolveScripted replays the SQL a competent agent would send (the task's
-// script) through a ToolCaller; it tests the server, not a model. Agent drives
-// a real model through the Anthropic Messages API; the model answers by
-// calling a submit_answer tool whose input schema is the task's answer shape.
-// RunAll runs any SolveFunc over the tasks and WriteReport prints the results.
+// script) through a ToolCaller; it tests the server, not a model. Package
+// eval/agent drives a real model through the Anthropic Messages API; the
+// model answers by calling a submit_answer tool whose input schema is the
+// task's answer shape (AnswerSchema.InputSchema, ParseSubmission). RunAll
+// runs any SolveFunc over the tasks and WriteReport prints the results.
 //
-// Imports: nothing of the project; never server, memory or worker.
+// Imports: nothing of the project; never server, memory or worker, and no
+// HTTP client: the server binary links this package (eval --scripted) and
+// no model client (tests/TestServerLinksNoLLMClient).
 package eval

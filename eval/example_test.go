@@ -3,9 +3,7 @@ package eval_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
@@ -21,35 +19,20 @@ func ExampleCheck() {
 	// value 1128621, want 1128621.7300000002 (tolerance 0.01)
 }
 
-// How the eval command wires things up; caller is an MCP client session on
-// "mcp-sqlite-memory --profile readonly --db PATH", and toolsJSON the
-// JSON-encoded tools of its tools/list. (Compiled, not run.)
+// How `mcp-sqlite-memory eval --scripted` wires things up; caller is an
+// MCP client session on "mcp-sqlite-memory --profile readonly --db PATH".
+// (Compiled, not run.) The model-driven run is package agent's.
 func ExampleRunAll() {
 	var (
-		ctx       = context.Background()
-		dbPath    = "shop.db"
-		caller    eval.ToolCaller
-		toolsJSON []byte
+		ctx    = context.Background()
+		dbPath = "shop.db"
+		caller eval.ToolCaller
 	)
 	tasks, err := eval.LoadTasks()
 	if err != nil {
 		panic(err)
 	}
-	specs, err := eval.ParseToolSpecs(toolsJSON)
-	if err != nil {
-		panic(err)
-	}
-	agent := &eval.Agent{
-		APIKey:     os.Getenv("ANTHROPIC_API_KEY"),
-		Model:      "claude-sonnet-4-5",
-		MaxSteps:   20,
-		MaxRetries: 3,
-		HTTP:       &http.Client{Timeout: 5 * time.Minute},
-		Tools:      specs,
-		Caller:     caller,
-		Log:        hclog.Default(),
-	}
-	results, err := eval.RunAll(ctx, dbPath, tasks, agent.Run, hclog.Default())
+	results, err := eval.RunAll(ctx, dbPath, tasks, eval.ScriptedSolver(caller), hclog.Default())
 	if werr := eval.WriteReport(os.Stdout, results, true); werr != nil {
 		panic(werr)
 	}

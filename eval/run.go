@@ -61,11 +61,20 @@ type Result struct {
 // Passed reports whether the task was solved, correctly, without a write.
 func (r Result) Passed() bool { return r.SolveErr == nil && r.CheckErr == nil && !r.FileChanged }
 
+// FatalError is a solver error after which no other task can be solved
+// either (the model API refused the key): RunAll stops on one whose Fatal
+// says so.
+type FatalError interface {
+	error
+	Fatal() bool
+}
+
 // RunAll computes each task's reference on dbPath, solves it with solve and
 // checks the answer; it also hashes the database file around every task. A
 // solver error fails that task only, unless the context ends or the model API
-// says the key, permission or model is wrong (APIError.Fatal): then RunAll
-// stops and returns the results so far with the error. log may be nil.
+// says the key, permission or model is wrong (a FatalError, such as the
+// agent package's APIError): then RunAll stops and returns the results so
+// far with the error. log may be nil.
 func RunAll(ctx context.Context, dbPath string, tasks []Task, solve SolveFunc, log hclog.Logger) ([]Result, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -97,8 +106,8 @@ func RunAll(ctx context.Context, dbPath string, tasks []Task, solve SolveFunc, l
 		results = append(results, r)
 		log.Info("task done", "task", t.ID, "passed", r.Passed(), "duration", r.Duration.Round(time.Millisecond))
 
-		var apiErr *APIError
-		if errors.As(solveErr, &apiErr) && apiErr.Fatal() {
+		var fatal FatalError
+		if errors.As(solveErr, &fatal) && fatal.Fatal() {
 			return results, solveErr
 		}
 		if ctx.Err() != nil {

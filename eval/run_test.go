@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/evaltest"
 )
 
 func TestRunAllScripted(t *testing.T) {
 	tasks := loadTasks(t)
-	results, err := RunAll(context.Background(), shopPath, tasks, ScriptedSolver(newFakeServer(t, shopPath)), nil)
+	results, err := RunAll(context.Background(), shopPath, tasks, ScriptedSolver(evaltest.NewServer(t, shopPath)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +46,16 @@ func TestRunAllScripted(t *testing.T) {
 		t.Errorf("verbose report shows details of passed tasks:\n%s", out)
 	}
 }
+
+// solverError is a solver's error that may say the run cannot go on, as
+// the agent's APIError does (FatalError).
+type solverError struct {
+	fatal bool
+	msg   string
+}
+
+func (e *solverError) Error() string { return e.msg }
+func (e *solverError) Fatal() bool   { return e.fatal }
 
 func TestRunAllFailures(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shop.db")
@@ -89,7 +102,7 @@ func TestRunAllFailures(t *testing.T) {
 				if t.ID == scalar {
 					return Answer{Type: TypeScalar, Value: int64(99)}, Transcript{Turns: 1}, nil
 				}
-				return Answer{}, Transcript{Turns: 20}, ErrMaxSteps
+				return Answer{}, Transcript{Turns: 20}, errors.New("no answer within the step limit")
 			},
 			wantResults: 2, wantVerdict: []string{"FAIL", "ERROR"},
 			report: []string{"value 99, want 12", "no answer within the step limit", "passed 0 of 2 tasks (1 wrong, 1 errors)", "== " + scalar, "question: How many"},
@@ -98,20 +111,28 @@ func TestRunAllFailures(t *testing.T) {
 			name:  "bad API key stops the run",
 			tasks: tasks,
 			solve: func(ctx context.Context, t Task) (Answer, Transcript, error) {
-				return Answer{}, Transcript{Turns: 1}, &APIError{StatusCode: 401, Type: "authentication_error", Message: "invalid x-api-key"}
+				return Answer{}, Transcript{Turns: 1}, fmt.Errorf("model: %w", &solverError{fatal: true, msg: "HTTP 401: authentication_error: invalid x-api-key"})
 			},
-			wantErr: &APIError{}, wantResults: 1, wantVerdict: []string{"ERROR"}, report: []string{"authentication_error"},
+			wantErr: &solverError{}, wantResults: 1, wantVerdict: []string{"ERROR"}, report: []string{"authentication_error"},
+		},
+		{
+			name:  "an error that is not fatal fails its task only",
+			tasks: byID(scalar, "revenue_2025"),
+			solve: func(ctx context.Context, t Task) (Answer, Transcript, error) {
+				return Answer{}, Transcript{Turns: 1}, &solverError{msg: "HTTP 529: overloaded_error"}
+			},
+			wantResults: 2, wantVerdict: []string{"ERROR", "ERROR"}, report: []string{"overloaded_error"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			results, err := RunAll(context.Background(), path, tt.tasks, tt.solve, nil)
-			var apiErr *APIError
+			var fatal *solverError
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("RunAll: %v", err)
-			case tt.wantErr != nil && !errors.As(err, &apiErr):
-				t.Fatalf("RunAll error = %v, want an APIError", err)
+			case tt.wantErr != nil && !errors.As(err, &fatal):
+				t.Fatalf("RunAll error = %v, want the solver's", err)
 			}
 			if len(results) != tt.wantResults {
 				t.Fatalf("%d results, want %d", len(results), tt.wantResults)
@@ -137,7 +158,7 @@ func TestRunAllFailures(t *testing.T) {
 func TestRunAllCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	results, err := RunAll(ctx, shopPath, loadTasks(t), ScriptedSolver(newFakeServer(t, shopPath)), nil)
+	results, err := RunAll(ctx, shopPath, loadTasks(t), ScriptedSolver(evaltest.NewServer(t, shopPath)), nil)
 	if !errors.Is(err, context.Canceled) || len(results) != 0 {
 		t.Fatalf("RunAll = %d results, %v; want none and context.Canceled", len(results), err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/evaltest"
 )
 
 func loadTasks(t *testing.T) []Task {
@@ -190,22 +192,22 @@ func TestReferenceMissingFile(t *testing.T) {
 func TestScriptedAllTasks(t *testing.T) {
 	for _, task := range loadTasks(t) {
 		t.Run(task.ID, func(t *testing.T) {
-			fs := newFakeServer(t, shopPath)
+			fs := evaltest.NewServer(t, shopPath)
 			want, err := Reference(context.Background(), shopPath, task)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := SolveScripted(context.Background(), fs, task)
 			if err != nil {
-				t.Fatalf("SolveScripted: %v (calls %v)", err, fs.callLog())
+				t.Fatalf("SolveScripted: %v (calls %v)", err, fs.CallLog())
 			}
 			if err := Check(task, got, want); err != nil {
 				t.Errorf("Check: %v", err)
 			}
 			if task.ID == "revenue_per_category" {
 				// limit 3 over 8 categories: three pages.
-				if n := len(fs.callLog()); n != 4 {
-					t.Errorf("%d calls, want describe + 3 pages: %v", n, fs.callLog())
+				if n := len(fs.CallLog()); n != 4 {
+					t.Errorf("%d calls, want describe + 3 pages: %v", n, fs.CallLog())
 				}
 			}
 		})
@@ -224,11 +226,11 @@ func TestScriptedFailures(t *testing.T) {
 		wantStatus string
 	}{
 		{"write not refused", refusal, func(string) (string, bool, error) { return `{"columns":[],"rows":[]}`, false, nil }, "succeeded", StatusDone},
-		{"wrong code", refusal, func(string) (string, bool, error) { return toolErr("SQL_ERROR", "near DELETE") }, "want code READ_ONLY_VIOLATION", ""},
+		{"wrong code", refusal, func(string) (string, bool, error) { return evaltest.ToolError("SQL_ERROR", "near DELETE") }, "want code READ_ONLY_VIOLATION", ""},
 		{"default profile text refusal", refusal, func(string) (string, bool, error) {
 			return "READ_ONLY_VIOLATION: DELETE is not allowed", true, nil
 		}, "", StatusRefused},
-		{"tool error", scalar, func(string) (string, bool, error) { return toolErr("SQL_ERROR", "no such table: orders") }, "no such table", ""},
+		{"tool error", scalar, func(string) (string, bool, error) { return evaltest.ToolError("SQL_ERROR", "no such table: orders") }, "no such table", ""},
 		{"transport error", scalar, func(string) (string, bool, error) { return "", false, errTransport }, "pipe closed", ""},
 		{"not json", scalar, func(string) (string, bool, error) { return "id,name\n1,x", false, nil }, "not a JSON object", ""},
 		{"not a query result", scalar, func(name string) (string, bool, error) { return `{"tables":[]}`, false, nil }, "not a query_database result", ""},

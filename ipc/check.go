@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"strconv"
 	"time"
@@ -18,17 +17,16 @@ import (
 // (its start, no database, no SQL).
 var CheckWait = 10 * time.Second
 
-// speaks is how a worker states the request versions it accepts (ReadRequest).
-var speaks = regexp.MustCompile(`this worker speaks versions (\d+) to (\d+)`)
-
 // CheckWorker makes sure path (with args) is a worker this front can talk
 // to before a server says it is serving: the file exists and may be run,
 // and the program answers the versioned handshake within CheckWait. The
 // handshake is a request of a version no worker speaks: a worker writes
-// ReadyByte, then refuses it with a frame that names the versions it
-// speaks, before it touches any database; those must include Version.
-// The error says what is wrong in words, for the caller to add what to
-// type.
+// ReadyByte, then refuses it with a frame that carries the versions it
+// speaks (Response.Speaks), before it touches any database; those must
+// include Version. A worker of a version before 5 has no such field: its
+// frame's own version is the newest it speaks; from version 5 on a frame
+// without it is no worker's. The error says what is wrong
+// in words, for the caller to add what to type.
 func CheckWorker(ctx context.Context, path string, args []string) error {
 	fi, err := os.Stat(path)
 	switch {
@@ -61,23 +59,25 @@ func CheckWorker(ctx context.Context, path string, args []string) error {
 		return errors.New("it is not mcp-sqlite-memory-worker (it did not answer the worker handshake)")
 	}
 	// The header line only: ReadResponse would refuse another version's
-	// frame before its message says which versions that worker speaks.
+	// frame before it says which versions that worker speaks.
 	line, _, _ := bytes.Cut(out[1:], []byte("\n"))
 	var head struct {
-		V       int    `json:"v"`
-		Message string `json:"message"`
+		V      int       `json:"v"`
+		Speaks *Versions `json:"speaks"`
 	}
 	if err := json.Unmarshal(line, &head); err != nil || head.V == 0 {
 		return fmt.Errorf("it is not mcp-sqlite-memory-worker (its handshake answer is not a worker frame: %.80q)", line)
 	}
-	m := speaks.FindStringSubmatch(head.Message)
-	if m == nil {
-		return fmt.Errorf("it answers worker protocol version %d without saying which versions it speaks (%q): the server and worker binaries must come from the same build", head.V, head.Message)
+	speaks := Versions{head.V, head.V}
+	switch {
+	case head.Speaks != nil:
+		speaks = *head.Speaks
+	case head.V >= 5:
+		// Every worker since version 5 says it.
+		return fmt.Errorf("it answers worker protocol version %d without the versions it speaks: it is not mcp-sqlite-memory-worker of this build", head.V)
 	}
-	lo, _ := strconv.Atoi(m[1])
-	hi, _ := strconv.Atoi(m[2])
-	if Version < lo || Version > hi {
-		return fmt.Errorf("it speaks worker protocol versions %d to %d, this server speaks %d: the server and worker binaries must come from the same build", lo, hi, Version)
+	if !speaks.Has(Version) {
+		return fmt.Errorf("it speaks worker protocol %s, this server speaks version %d: the server and worker binaries must come from the same build", speaks, Version)
 	}
 	return nil
 }

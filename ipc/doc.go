@@ -11,7 +11,8 @@
 // first writes [ReadyByte] when the front asks for it ([EnvReady]); see
 // DESIGN.md. Logs go to stderr as hclog JSON lines, which the front
 // re-logs under "worker". Both sides check [Version]; a worker refuses a
-// request of a version it does not know ([MinVersion] to [Version]). A
+// request of any other version with a frame that carries the versions it
+// speaks ([Response] Speaks), which [CheckWorker] reads. A
 // [PrewakeByte] may come before the request: [Spawner.Prewake]'s nudge,
 // on which the standby warms up again ([Executor] Rewarm). A request may
 // ask the worker to stamp its steps ([WorkerStamps]) for the front's

@@ -13,22 +13,19 @@ import (
 )
 
 // Version is the protocol version both sides speak. Bump it whenever a field
-// changes meaning; a worker refuses requests of versions it does not know.
+// changes meaning; a worker refuses a request of any other version, since
+// the front and its worker come from one build (the front checks that
+// before it serves: CheckWorker).
 //
 // Version 2 added progress frames before the response header, and the
-// snapshot's own time budget and partial file name. A worker still accepts
-// version-1 requests (hand-written ones, fuzzing seeds): it answers them
-// with a version-1 response and writes no progress frames.
-//
-// Version 3 added the dry run: Request.Preview and Response.Preview.
-//
-// Version 4 added the memory alert, a progress frame of PhaseMemoryHigh,
-// which is no progress: a front that did not know it would pass it on to
-// its client. A worker writes it only to a version-4 request.
-const Version = 4
-
-// MinVersion is the oldest request version a worker accepts.
-const MinVersion = 1
+// snapshot's own time budget and partial file name. Version 3 added the
+// dry run: Request.Preview and Response.Preview. Version 4 added the
+// memory alert, a progress frame of PhaseMemoryHigh. Version 5 gave the
+// refusal of a request of another version the versions the worker speaks
+// as numbers (Response.Speaks), and dropped the answers to requests of
+// older versions (a version-1 answer without progress frames, no memory
+// alert before version 4): no front sends them.
+const Version = 5
 
 // PrewakeByte, a newline, may come before a request's frame (JSON lets a
 // document begin with white space): the front's nudge that the request is
@@ -237,7 +234,50 @@ type Response struct {
 	Recounted map[string]int64 `json:"recounted,omitempty"`
 	// Trace is the worker's stamps, when the request asked (Request.Trace).
 	Trace *WorkerStamps `json:"trace,omitempty"`
+	// Speaks is, in the refusal of a request of a version the worker does
+	// not speak, the versions it does: what CheckWorker reads.
+	Speaks *Versions `json:"speaks,omitempty"`
 }
+
+// Versions is a range of protocol versions, both ends included.
+type Versions struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// Has reports whether v is in the range.
+func (r Versions) Has(v int) bool { return r.Min <= v && v <= r.Max }
+
+func (r Versions) String() string {
+	if r.Min == r.Max {
+		return fmt.Sprintf("version %d", r.Min)
+	}
+	return fmt.Sprintf("versions %d to %d", r.Min, r.Max)
+}
+
+// VersionError refuses a request of a protocol version the worker does not
+// speak. Its code is INVALID_ARGUMENT; Failure puts the versions the worker
+// speaks into the response (Response.Speaks).
+type VersionError struct {
+	Got    int      // the request's version
+	Speaks Versions // the worker's
+}
+
+func (e *VersionError) Error() string {
+	return string(errcode.InvalidArgument) + ": " + e.message()
+}
+
+// message keeps the words "this worker speaks versions N to M", which
+// fronts before version 5 read out of it.
+func (e *VersionError) message() string {
+	return fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must come from the same build)", e.Got, e.Speaks.Min, e.Speaks.Max)
+}
+
+// ErrorCode is INVALID_ARGUMENT, for errcode.Of.
+func (e *VersionError) ErrorCode() errcode.Code { return errcode.InvalidArgument }
+
+// Is matches INVALID_ARGUMENT, for errors.Is.
+func (e *VersionError) Is(target error) bool { return errcode.InvalidArgument.Is(target) }
 
 // Err returns the response's failure as an *errcode.Error, or nil.
 func (r *Response) Err() error {
@@ -252,7 +292,12 @@ func (r *Response) Err() error {
 func Failure(err error) *Response {
 	r := &Response{Version: Version, Code: errcode.Of(err), Message: err.Error()}
 	var e *errcode.Error
-	if errors.As(err, &e) {
+	var v *VersionError
+	switch {
+	case errors.As(err, &v):
+		r.Message = v.message()
+		r.Speaks = &v.Speaks
+	case errors.As(err, &e):
 		r.Message = e.Message
 	}
 	return r
@@ -294,8 +339,8 @@ func ReadRequest(r io.Reader) (*Request, error) {
 		workerStamps = &WorkerStamps{Woken: prewoke[0], Rewarmed: prewoke[1], Read: read, faultsAtRead: faultsAtRead, Decoded: now()}
 		workerStampsMu.Unlock()
 	}
-	if req.Version < MinVersion || req.Version > Version {
-		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("request has protocol version %d; this worker speaks versions %d to %d (the server and worker binaries must match)", req.Version, MinVersion, Version))
+	if req.Version != Version {
+		return nil, &VersionError{Got: req.Version, Speaks: Versions{Version, Version}}
 	}
 	switch req.Op {
 	case OpQuery, OpCreateView, OpListTables, OpDescribeTable, OpSchema, OpSearch, OpSnapshot:
@@ -358,11 +403,11 @@ const (
 	PhaseMemoryHigh Phase = "memory_high"
 )
 
-// Progress is an interim frame. A worker answering a version-2 request may
-// write any number of them before its response header, one JSON line each:
-// {"v":2,"progress":{"phase":"snapshot","done":120,"total":4000}}.
+// Progress is an interim frame. A worker may write any number of them
+// before its response header, one JSON line each:
+// {"v":5,"progress":{"phase":"snapshot","done":120,"total":4000}}.
 // A line with a "progress" member is never the header. One of them may be
-// the memory alert (PhaseMemoryHigh), to a version-4 request.
+// the memory alert (PhaseMemoryHigh).
 type Progress struct {
 	Phase Phase `json:"phase"`
 	Done  int64 `json:"done"`

@@ -74,20 +74,13 @@ func Serve(stdin io.Reader, stdout, stderr io.Writer, ex Executor, help string) 
 		err = standbyErr
 	}
 	var resp *Response
-	version := Version
 	release := func() {}
 	if err != nil {
 		resp = Failure(err)
 	} else {
-		// A version-1 request gets a version-1 answer: no progress frames.
-		var progress io.Writer
-		if req.Version >= 2 {
-			progress = stdout
-		}
-		version = req.Version
-		resp, release = ex.Run(req, env, log, progress)
+		resp, release = ex.Run(req, env, log, stdout)
 	}
-	resp.Version = version
+	resp.Version = Version
 	StampWorker(StepAnswered)
 	resp.Trace = takeWorkerStamps()
 	werr := WriteResponse(stdout, resp)

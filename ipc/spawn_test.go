@@ -35,11 +35,27 @@ func helperWorker(mode string) int {
 	case "sleepy":
 		// Never answers (CheckWorker's bound).
 		time.Sleep(time.Hour)
-	case "oldworker":
-		// A worker of an older protocol, as CheckWorker sees it.
+	case "v4worker":
+		// A worker of protocol version 4 (the last without Speaks): the
+		// bytes the real one (commit d65e8a6) wrote to CheckWorker.
+		os.Stdout.WriteString("\x06" + `{"v":4,"ok":false,"code":"INVALID_ARGUMENT","message":"request has protocol version 1048576; this worker speaks versions 1 to 4 (the server and worker binaries must match)","rows":0}` + "\n")
+		return 0
+	case "nospeaks":
+		// A frame of this version without the versions it speaks.
 		env, _ := DecodeWorkerEnv(os.Getenv)
 		_ = env.SignalReady(os.Stdout)
-		_ = WriteResponse(os.Stdout, &Response{Version: 1, Code: "INVALID_ARGUMENT", Message: "request has protocol version 9; this worker speaks versions 1 to 1"})
+		_ = WriteResponse(os.Stdout, &Response{Version: Version, Code: "INVALID_ARGUMENT", Message: "no"})
+		return 0
+	case "laterworker", "rangeworker":
+		// Workers of a later protocol: one that speaks only its own
+		// version, and one that also speaks this one.
+		speaks := Versions{Version + 1, Version + 1}
+		if mode == "rangeworker" {
+			speaks.Min = Version
+		}
+		env, _ := DecodeWorkerEnv(os.Getenv)
+		_ = env.SignalReady(os.Stdout)
+		_ = WriteResponse(os.Stdout, &Response{Version: Version + 1, Code: "INVALID_ARGUMENT", Message: "no such version", Speaks: &speaks})
 		return 0
 	case "dieready":
 		// Dies after saying it is ready, while it waits as a standby.
@@ -233,15 +249,17 @@ func TestReadRequest(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"ok", `{"v":1,"op":"query","db":"a.db","caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1},"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false}}`, ""},
+		{"ok", `{"v":5,"op":"query","db":"a.db","caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1},"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false}}`, ""},
 		{"empty", ``, "empty frame"},
 		{"not json", `hello`, "bad request frame"},
-		{"old version", `{"v":0,"op":"query","db":"a.db"}`, "protocol version 0"},
-		{"unknown op", `{"v":1,"op":"format_disk","db":"a.db"}`, "unknown op"},
-		{"unknown field", `{"v":1,"op":"query","db":"a.db","evil":1}`, "unknown field"},
-		{"two documents", `{"v":1,"op":"query","db":"a.db"} {"v":1}`, "more than one"},
-		{"no db", `{"v":1,"op":"query"}`, "no db"},
-		{"too big", `{"v":1,"op":"query","db":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, "larger than"},
+		{"no version", `{"op":"query","db":"a.db"}`, "protocol version 0"},
+		{"the previous version", `{"v":4,"op":"query","db":"a.db"}`, "request has protocol version 4; this worker speaks versions 5 to 5"},
+		{"a later version", `{"v":6,"op":"query","db":"a.db"}`, "protocol version 6"},
+		{"unknown op", `{"v":5,"op":"format_disk","db":"a.db"}`, "unknown op"},
+		{"unknown field", `{"v":5,"op":"query","db":"a.db","evil":1}`, "unknown field"},
+		{"two documents", `{"v":5,"op":"query","db":"a.db"} {"v":5}`, "more than one"},
+		{"no db", `{"v":5,"op":"query"}`, "no db"},
+		{"too big", `{"v":5,"op":"query","db":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, "larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,3 +1,5 @@
+//go:build testhold
+
 package ipc
 
 import (
@@ -5,6 +7,11 @@ import (
 	"os"
 )
 
+// The hold is built only with -tags testhold (tests/main_test.go and
+// .ci/windows.sh build the servers the end-to-end tests run that way); a
+// shipped binary has testhold_off.go, so no environment variable can make
+// it block.
+//
 // holdFile is for one end-to-end test (tests/TestNoWorkerOutsideItsJob):
 // when MCP_SQLITE_TEST_HOLD_SPAWN names a file, the spawner writes there
 // the pid of each worker it creates and then stops for good at the point

@@ -48,7 +48,7 @@ func newTestServer(t *testing.T, db string) *Server {
 	// A worker that answers the start-up handshake and nothing else: these
 	// tests run no statement.
 	worker := filepath.Join(t.TempDir(), "handshake-only")
-	script := fmt.Sprintf("#!/bin/sh\nprintf '\\006{\"v\":%d,\"ok\":false,\"message\":\"this worker speaks versions %d to %d\"}\\n'\n", ipc.Version, ipc.MinVersion, ipc.Version)
+	script := fmt.Sprintf("#!/bin/sh\nprintf '\\006{\"v\":%d,\"ok\":false,\"code\":\"INVALID_ARGUMENT\",\"speaks\":{\"min\":%d,\"max\":%d}}\\n'\n", ipc.Version, ipc.Version, ipc.Version)
 	if err := os.WriteFile(worker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ var fencedBlockRE = regexp.MustCompile("(?ms)^```(\\w*)\n(.*?)^```")
 var shellLanguages = []string{"sh", "bash", "shell", "console", ""}
 
 // docCommands returns the lines of the shell blocks of README.md and
-// docs/*.md that run mcp-sqlite-memory or go, cut before a comment or a
+// docs/*.md that run mcp-sqlite-memory, mcp-sqlite-memory-eval or go, cut before a comment or a
 // column of description (two spaces or more).
 func docCommands(t *testing.T) []docCommand {
 	t.Helper()
@@ -50,7 +50,7 @@ func docCommands(t *testing.T) []docCommand {
 			first := strings.Count(text[:m[4]], "\n") + 1
 			for i, line := range strings.Split(body, "\n") {
 				line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "$ "))
-				if !strings.HasPrefix(line, "mcp-sqlite-memory ") && !strings.HasPrefix(line, "go ") {
+				if !strings.HasPrefix(line, "mcp-sqlite-memory ") && !strings.HasPrefix(line, "mcp-sqlite-memory-eval ") && !strings.HasPrefix(line, "go ") {
 					continue
 				}
 				if at := regexp.MustCompile(`\s{2,}|\s#`).FindStringIndex(line); at != nil {
@@ -146,11 +146,35 @@ func TestDocCommandsAreReal(t *testing.T) {
 			problems = checkServerLine(c.words[1:], serverFlags)
 		case "go":
 			problems = checkGoLine(goTool, c.words, serverFlags)
+		case "mcp-sqlite-memory-eval":
+			problems = checkEvalLine(t, c.words[1:])
 		}
 		for _, p := range problems {
 			t.Errorf("%s: %s\n  %s", c.where, p, strings.Join(c.words, " "))
 		}
 	}
+}
+
+// checkEvalLine checks the flags of an mcp-sqlite-memory-eval line against
+// its --help (Go's flag package: -name and --name are the same flag).
+func checkEvalLine(t *testing.T, args []string) (problems []string) {
+	out, err := exec.Command(evalBin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcp-sqlite-memory-eval --help: %v\n%s", err, out)
+	}
+	var flags []string
+	for _, f := range flagsOf(string(out)) {
+		flags = append(flags, strings.TrimLeft(f, "-"))
+	}
+	for _, f := range docFlags(args) {
+		if !slices.Contains(flags, strings.TrimLeft(f, "-")) {
+			problems = append(problems, fmt.Sprintf("mcp-sqlite-memory-eval has no flag %s (it has %v)", f, flags))
+		}
+	}
+	if len(problems) == 0 && len(flags) < 5 {
+		problems = append(problems, fmt.Sprintf("mcp-sqlite-memory-eval --help lists only %v", flags))
+	}
+	return problems
 }
 
 func serverFlagsOf(t *testing.T) []string {

@@ -115,23 +115,37 @@ func TestEvalCommandScripted(t *testing.T) {
 	}
 }
 
+// TestEvalCommandUsage: the server's eval runs the scripted tasks only,
+// and names the model-driven command when asked for a model; the eval
+// command refuses a wrong command line. Each with exit status 2.
 func TestEvalCommandUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
+		bin  string
 		args []string
 		env  []string
 		msg  string
 	}{
-		{"no key", []string{"--model", "claude-sonnet-4-5"}, nil, "ANTHROPIC_API_KEY"},
-		{"no model", nil, []string{"ANTHROPIC_API_KEY=test"}, "--model"},
-		{"unknown task", []string{"--scripted", "--task", "nope"}, nil, "discover_tables"},
-		{"keep with db", []string{"--scripted", "--db", "x.db", "--keep", "dir"}, nil, "--keep"},
-		{"unknown flag", []string{"--scripted", "--nope"}, nil, "-nope"},
+		{"server: --model", serverBin, []string{"--model", "claude-sonnet-4-5"}, nil, "a model's evaluation is a command of its own, which this server does not link\nTry: go install ./cmd/mcp-sqlite-memory-eval"},
+		{"server: --max-steps=3", serverBin, []string{"--scripted", "--max-steps=3"}, nil, "mcp-sqlite-memory-eval"},
+		{"server: no --scripted", serverBin, nil, []string{"ANTHROPIC_API_KEY=test"}, "eval needs --scripted"},
+		{"server: unknown task", serverBin, []string{"--scripted", "--task", "nope"}, nil, "discover_tables"},
+		{"server: keep with db", serverBin, []string{"--scripted", "--db", "x.db", "--keep", "dir"}, nil, "--keep"},
+		{"server: unknown flag", serverBin, []string{"--scripted", "--nope"}, nil, "-nope"},
+		{"eval command: no key", evalBin, []string{"--model", "claude-sonnet-4-5"}, nil, "ANTHROPIC_API_KEY"},
+		{"eval command: no model", evalBin, nil, []string{"ANTHROPIC_API_KEY=test"}, "--model is required"},
+		{"eval command: unknown task", evalBin, []string{"--model", "m", "--task", "nope"}, []string{"ANTHROPIC_API_KEY=test"}, "discover_tables"},
+		{"eval command: no server there", evalBin, []string{"--model", "m", "--server", "nope"}, []string{"ANTHROPIC_API_KEY=test"}, "--server nope is not a program"},
+		{"eval command: --scripted", evalBin, []string{"--scripted"}, []string{"ANTHROPIC_API_KEY=test"}, "-scripted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), serverBin, append([]string{"eval"}, tt.args...)...)
+			args := tt.args
+			if tt.bin == serverBin {
+				args = append([]string{"eval"}, args...)
+			}
+			cmd := exec.CommandContext(t.Context(), tt.bin, args...)
 			cmd.Dir, cmd.Env = testDir(t), append(cleanEnv(), tt.env...)
 			cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL=http://127.0.0.1:1") // never the real API
 			if tt.env == nil {
@@ -186,9 +200,9 @@ func toolUseReply(id, name, input string) string {
 	return `{"type":"message","role":"assistant","stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5},"content":[{"type":"tool_use","id":"` + id + `","name":"` + name + `","input":` + input + `}]}`
 }
 
-// TestEvalCommandModel runs the model path of the eval command against a
-// local fake model: the tool calls reach the real server, and a right and a
-// wrong answer give exit 0 and 1.
+// TestEvalCommandModel runs mcp-sqlite-memory-eval against a local fake
+// model: it finds the server beside it, the tool calls reach the real
+// server, and a right and a wrong answer give exit 0 and 1.
 func TestEvalCommandModel(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, key string, f *fakeModel, task string) (string, string, int) {
@@ -197,7 +211,7 @@ func TestEvalCommandModel(t *testing.T) {
 		defer srv.Close()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, serverBin, "eval", "--model", "fake-model", "--max-steps", "3", "--task", task)
+		cmd := exec.CommandContext(ctx, evalBin, "--model", "fake-model", "--max-steps", "3", "--task", task)
 		cmd.Dir = testDir(t)
 		cmd.Env = append(cleanEnv(), "ANTHROPIC_API_KEY="+key, "ANTHROPIC_BASE_URL="+srv.URL)
 		var stdout, stderr bytes.Buffer

@@ -509,7 +509,7 @@ func TestSandboxRefusesOtherDatabase(t *testing.T) {
 	env := workerEnvOf(t, s)
 	other := filepath.Join(testDir(t), "other.db")
 	start(t, other).ok("write_query", q("CREATE TABLE t (x)"))
-	req := fmt.Sprintf(`{"v":1,"op":"get_schema","db":%q,"caps":{"max_rows":10,"max_result_bytes":1000,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":true}}`, other)
+	req := fmt.Sprintf(`{"v":%d,"op":"get_schema","db":%q,"caps":{"max_rows":10,"max_result_bytes":1000,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":true}}`, ipc.Version, other)
 	cmd := exec.Command(serverBin, "worker")
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(req)

@@ -149,8 +149,10 @@ func TestReleaseIsReproducible(t *testing.T) {
 }
 
 // TestReleaseArchive: the archive unpacks to both binaries side by side,
-// README and LICENSE; both name the release's version and commit; the
-// server it holds serves a real MCP session with the worker beside it.
+// README and LICENSE, and nothing else (not the eval command, which is no
+// part of a release); both name the release's version and commit and were
+// built without build tags (no test hold); the server it holds serves a
+// real MCP session with the worker beside it.
 func TestReleaseArchive(t *testing.T) {
 	needInstallTests(t)
 	dist := hostRelease(t)
@@ -158,9 +160,22 @@ func TestReleaseArchive(t *testing.T) {
 	top := fmt.Sprintf("mcp-sqlite-memory_%s_%s_%s", releaseVersion, goos, goarch)
 	dir := testDir(t)
 	untar(t, filepath.Join(dist, top+".tar.gz"), dir)
-	for _, f := range []string{"mcp-sqlite-memory", "mcp-sqlite-memory-worker", "README.md", "LICENSE"} {
+	shipped := []string{"LICENSE", "README.md", "mcp-sqlite-memory", "mcp-sqlite-memory-worker"}
+	for _, f := range shipped {
 		if _, err := os.Stat(filepath.Join(dir, top, f)); err != nil {
 			t.Fatalf("the archive has no %s: %v", f, err)
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, top)); err != nil || len(entries) != len(shipped) {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the archive holds %v (%v), want only %v", names, err, shipped)
+	}
+	for _, bin := range []string{"mcp-sqlite-memory", "mcp-sqlite-memory-worker"} {
+		if tags := buildTags(t, filepath.Join(dir, top, bin)); tags != "" {
+			t.Errorf("the archive's %s was built with -tags %s", bin, tags)
 		}
 	}
 	want := releaseVersion + " (commit " + commit(t)[:12] + ")"

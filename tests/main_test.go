@@ -30,11 +30,13 @@ import (
 
 // Paths of the binaries built once for all tests: the server with its lean
 // worker beside it, as `go install ./cmd/...` leaves them, and the same
-// server alone in a folder of its own, where it re-runs itself as worker.
+// server alone in a folder of its own, where it re-runs itself as worker;
+// beside them the model-driven evaluation, mcp-sqlite-memory-eval.
 var (
 	serverBin      string
 	workerBin      string
 	aloneServerBin string
+	evalBin        string
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +57,7 @@ func TestMain(m *testing.M) {
 	}
 	serverBin = filepath.Join(dir, "mcp-sqlite-memory"+exe)
 	workerBin = filepath.Join(dir, "mcp-sqlite-memory-worker"+exe)
+	evalBin = filepath.Join(dir, "mcp-sqlite-memory-eval"+exe)
 	aloneServerBin = filepath.Join(dir, "alone", "mcp-sqlite-memory"+exe)
 	// The default build (cgo where a C compiler is present), as go install
 	// makes it: the front starts its workers confined, so no build needs a
@@ -76,7 +79,7 @@ func TestMain(m *testing.M) {
 		// A machine without Go (Windows under Wine, a native Windows CI
 		// job) runs the suite against the pair built elsewhere: copied, so
 		// that they sit side by side as go install leaves them.
-		for bin, name := range map[string]string{serverBin: "mcp-sqlite-memory" + exe, workerBin: "mcp-sqlite-memory-worker" + exe} {
+		for bin, name := range map[string]string{serverBin: "mcp-sqlite-memory" + exe, workerBin: "mcp-sqlite-memory-worker" + exe, evalBin: "mcp-sqlite-memory-eval" + exe} {
 			if err := copyFile(filepath.Join(prebuilt, name), bin); err != nil {
 				fmt.Fprintf(os.Stderr, "%s=%s: %v\n", prebuiltEnv, prebuilt, err)
 				os.RemoveAll(dir)
@@ -100,11 +103,13 @@ func TestMain(m *testing.M) {
 }
 
 // buildBinaries builds the server (with flags) and its lean worker into
-// serverBin and workerBin, as go install builds them.
+// serverBin and workerBin, as go install builds them, but for the server's
+// test hook (testTags), and the eval command into evalBin.
 func buildBinaries(dir string, serverFlags []string) {
-	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker"} {
+	for bin, pkg := range map[string]string{serverBin: "../cmd/mcp-sqlite-memory", workerBin: "../cmd/mcp-sqlite-memory-worker", evalBin: "../cmd/mcp-sqlite-memory-eval"} {
 		args := []string{"build", "-o", bin}
 		if bin == serverBin {
+			args = append(args, "-tags", testTags)
 			args = append(args, serverFlags...)
 		}
 		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
@@ -116,8 +121,15 @@ func buildBinaries(dir string, serverFlags []string) {
 	}
 }
 
-// prebuiltEnv names a folder holding mcp-sqlite-memory and
-// mcp-sqlite-memory-worker (with .exe on Windows) built elsewhere:
+// testTags are the build tags of the server the tests run: testhold
+// links the spawner's hold (ipc/testhold.go, TestNoWorkerOutsideItsJob),
+// which a shipped binary leaves out. A prebuilt server (prebuiltEnv) must
+// be built with them too (.ci/windows.sh does).
+const testTags = "testhold"
+
+// prebuiltEnv names a folder holding mcp-sqlite-memory,
+// mcp-sqlite-memory-worker and mcp-sqlite-memory-eval (with .exe on
+// Windows) built elsewhere:
 // TestMain uses them instead of building. .ci/windows.sh sets it to run
 // this package as a Windows binary under Wine, where there is no Go.
 const prebuiltEnv = "MCP_SQLITE_E2E_BIN"

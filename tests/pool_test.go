@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -382,13 +383,17 @@ func TestNoWorkerOutlivesFront(t *testing.T) {
 
 // TestNoWorkerOutsideItsJob: a server killed right after it created a
 // worker, before that worker ran, leaves no worker behind. The server is
-// held at that point by MCP_SQLITE_TEST_HOLD_SPAWN (ipc/testhold.go). On
+// held at that point by MCP_SQLITE_TEST_HOLD_SPAWN (ipc/testhold.go, built
+// only with -tags testhold, as TestMain builds the server). On
 // Windows this is the moment a worker created outside its Job Object
 // would outlive its server, suspended for good; a worker created inside
 // it (PROC_THREAD_ATTRIBUTE_JOB_LIST) dies with the job's last handle. On
 // Linux the kernel's Pdeathsig ends it.
 func TestNoWorkerOutsideItsJob(t *testing.T) {
 	t.Parallel()
+	if tags := buildTags(t, serverBin); !slices.Contains(strings.Split(tags, ","), "testhold") {
+		t.Fatalf("%s was built with tags %q, without testhold: it has no hold (build it with -tags %s, as TestMain does)", serverBin, tags, testTags)
+	}
 	dir := testDir(t)
 	hold := filepath.Join(dir, "held-workers")
 	cmd := exec.Command(serverBin, "-v", "--db", filepath.Join(dir, "memory.db"))
@@ -423,6 +428,21 @@ func TestNoWorkerOutsideItsJob(t *testing.T) {
 	if runtime.GOOS == "windows" && !strings.Contains(logs.String(), "workers are created inside their Job Object") {
 		t.Errorf("the server did not say it creates workers inside their Job Object; its log:\n%s", tail(logs.String(), 2000))
 	}
+}
+
+// buildTags returns the -tags a Go binary was built with ("" for none).
+func buildTags(t *testing.T, bin string) string {
+	t.Helper()
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatalf("read the build information of %s: %v", bin, err)
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // heldWorkers reads the pids TestNoWorkerOutsideItsJob's server wrote.

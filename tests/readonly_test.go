@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 )
 
 // The sample shop database, written once per test run and copied.
@@ -825,7 +826,7 @@ func TestReadonlyWorkerOpenIsReadOnly(t *testing.T) {
 	runWorker := func(t *testing.T, db string, readOnlyFile bool, mode, sql string) map[string]any {
 		t.Helper()
 		req, err := json.Marshal(map[string]any{
-			"v": 1, "op": "query", "db": db, "read_only_file": readOnlyFile, "mode": mode, "sql": sql,
+			"v": ipc.Version, "op": "query", "db": db, "read_only_file": readOnlyFile, "mode": mode, "sql": sql,
 			"caps":   map[string]any{"max_rows": 100, "max_result_bytes": 32768, "max_cell_chars": 2000, "max_update_rows": 100000},
 			"limits": map[string]any{"timeout_ms": 10000, "memory_mb": 256, "max_growth_mb": 64, "sandbox": false},
 		})

@@ -13,8 +13,8 @@ import (
 
 // TestMemoryAlert: a statement whose SQLite memory reaches the mark, or
 // the heap limit, makes the worker write one memory alert frame before
-// its response; a small statement, a request without a
-// budget and a version-3 request get none. The OS limit is not applied
+// its response; a small statement and a request without a budget get
+// none. The OS limit is not applied
 // here (it would bound the test binary): the heap limit is set as
 // applyMemoryLimit sets it.
 func TestMemoryAlert(t *testing.T) {
@@ -25,28 +25,26 @@ func TestMemoryAlert(t *testing.T) {
 	const endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
 	tests := []struct {
 		name     string
-		version  int
 		memoryMB int
 		sql      string
 		wantCode errcode.Code // "": an OK answer
 		wantUsed int64        // the least Done of the alert; -1: no alert
 	}{
-		{"group_concat bomb", ipc.Version, budgetMB, endless + "SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, mark},
-		{"json_group_array bomb", ipc.Version, budgetMB, endless + "SELECT length(json_group_array(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, mark},
+		{"group_concat bomb", budgetMB, endless + "SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, mark},
+		{"json_group_array bomb", budgetMB, endless + "SELECT length(json_group_array(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, mark},
 		// Past the mark and within the limit: the alert is written, and
 		// the answer follows it as usual.
-		{"past the mark, within the limit", ipc.Version, budgetMB, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", "", mark},
+		{"past the mark, within the limit", budgetMB, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", "", mark},
 		// One value over the heap limit fails inside one instruction,
 		// between two checks of the watch: the alert comes at the limit.
-		{"one huge value", ipc.Version, budgetMB, "SELECT length(printf('%.60000000c', 'x'))", errcode.ResourceLimit, 0},
-		{"small statement", ipc.Version, budgetMB, "SELECT count(*) FROM t", "", -1},
-		{"no budget", ipc.Version, 0, endless + "SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, -1},
-		{"version 3 request", 3, budgetMB, endless + "SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, -1},
+		{"one huge value", budgetMB, "SELECT length(printf('%.60000000c', 'x'))", errcode.ResourceLimit, 0},
+		{"small statement", budgetMB, "SELECT count(*) FROM t", "", -1},
+		{"no budget", 0, endless + "SELECT length(group_concat(printf('%.1000c', 'x'))) FROM c", errcode.ResourceLimit, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := request(testDB(t), ipc.OpQuery, "read", tt.sql)
-			req.Version, req.Limits.MemoryMB = tt.version, tt.memoryMB
+			req.Limits.MemoryMB = tt.memoryMB
 			// As ipc.Serve writes them: frames, then the response.
 			var out bytes.Buffer
 			resp := executeTo(req, hclog.NewNullLogger(), &out)

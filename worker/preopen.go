@@ -2,6 +2,7 @@ package worker
 
 import (
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -149,7 +150,7 @@ func prepare(env ipc.WorkerEnv, memoryErr error, log hclog.Logger) error {
 
 // warmFrame is a request that exercises every type of the request frame,
 // so that encoding/json has built its decoders before the real one comes.
-const warmFrame = `{"v":1,"op":"query","db":"-","mode":"read","sql":"SELECT 1","format":"csv","limit":1,"offset":0,` +
+var warmFrame = `{"v":` + strconv.Itoa(ipc.Version) + `,"op":"query","db":"-","mode":"read","sql":"SELECT 1","format":"csv","limit":1,"offset":0,` +
 	`"caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1,"search_candidates":1},` +
 	`"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false},` +
 	`"snapshot":{"dir":"-","stem":"-","keep":1},"view":{"name":"v","select":"SELECT 1","description":"d","replace":true},` +

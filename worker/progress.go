@@ -13,8 +13,8 @@ import (
 var progressEvery = 250 * time.Millisecond
 
 // reporter writes progress frames on the response stream, before the
-// response. A nil reporter, or one without a writer (a version-1 request,
-// or a test), writes nothing. It is used from the goroutine that writes the
+// response. A nil reporter, or one without a writer (a test), writes
+// nothing. It is used from the goroutine that writes the
 // response only, so frames and response never interleave.
 type reporter struct {
 	w    io.Writer

@@ -183,10 +183,10 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 // a statement meets the heap limit. A worker that dies of memory
 // exhaustion after it (the Go runtime's allocation refused under the OS
 // limit) is then RESOURCE_LIMIT at the front, by that frame. Only a
-// version-4 request with a budget; any other removes a mark left before.
+// request with a budget; any other removes a mark left before.
 func armMemoryAlert(req *ipc.Request, progress *reporter) {
 	budget := int64(req.Limits.MemoryMB) << 20
-	if req.Version < 4 || budget <= 0 {
+	if budget <= 0 {
 		rawsqlite.SetMemoryHighMark(0, nil)
 		return
 	}

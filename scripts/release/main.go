@@ -234,7 +234,10 @@ func run(o options, log io.Writer) error {
 	return nil
 }
 
-// build compiles both binaries of t into dir.
+// build compiles both binaries of t into dir, without build tags (the
+// tests' hold, ipc/testhold.go, needs -tags testhold). The model-driven
+// evaluation, cmd/mcp-sqlite-memory-eval, is not built: a release ships
+// the server and its worker only (docs/install.md).
 func build(o options, t target, dir string) error {
 	ldflags := fmt.Sprintf("-s -w -X %s/version.release=%s -X %s/version.commit=%s", module, o.version, module, o.commit)
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", dir+string(filepath.Separator),

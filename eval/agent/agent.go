@@ -1,4 +1,9 @@
-package eval
+// Package agent drives a model through the readonly profile's tools with
+// the Anthropic Messages API, as a solver of package eval's tasks
+// (Agent.Run is an eval.SolveFunc). It is the only HTTP client for a model
+// API in the module, and only cmd/mcp-sqlite-memory-eval links it: the
+// server binary has no LLM client (tests/TestServerLinksNoLLMClient).
+package agent
 
 import (
 	"bytes"
@@ -13,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
 )
 
 // ToolSpec is a tool as the Messages API takes it; fill it from the server's
@@ -49,43 +56,6 @@ func ParseToolSpecs(mcpTools []byte) ([]ToolSpec, error) {
 	return out, nil
 }
 
-// Transcript records what happened while solving one task.
-type Transcript struct {
-	Turns        int     `json:"turns"` // model requests
-	InputTokens  int     `json:"input_tokens,omitempty"`
-	OutputTokens int     `json:"output_tokens,omitempty"`
-	Events       []Event `json:"events"`
-}
-
-// Event kinds.
-const (
-	EventText     = "text"      // model text
-	EventToolCall = "tool_call" // a server tool call and its result
-	EventSubmit   = "submit"    // a submit_answer call
-	EventNudge    = "nudge"     // the loop asked the model to submit
-)
-
-// Event is one entry of a Transcript.
-type Event struct {
-	Turn    int             `json:"turn,omitempty"`
-	Kind    string          `json:"kind"`
-	Tool    string          `json:"tool,omitempty"`
-	Input   json.RawMessage `json:"input,omitempty"`
-	Output  string          `json:"output,omitempty"`
-	IsError bool            `json:"is_error,omitempty"`
-}
-
-// ToolCalls counts the server tool calls in t.
-func (t Transcript) ToolCalls() int {
-	n := 0
-	for _, e := range t.Events {
-		if e.Kind == EventToolCall {
-			n++
-		}
-	}
-	return n
-}
-
 // ErrMaxSteps is returned by Agent.Run when the model has not submitted an
 // answer within MaxSteps turns.
 var ErrMaxSteps = errors.New("eval: no answer within the step limit")
@@ -105,7 +75,8 @@ func (e *APIError) Error() string {
 }
 
 // Fatal reports whether retrying other tasks is pointless: a bad key, no
-// permission, an unknown model or endpoint.
+// permission, an unknown model or endpoint. eval.RunAll stops on it
+// (eval.FatalError).
 func (e *APIError) Fatal() bool {
 	switch e.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
@@ -152,7 +123,7 @@ type Agent struct {
 	MaxRetries int          // retries of 429, 5xx and 529 responses; default 0
 	HTTP       *http.Client // default http.DefaultClient
 	Tools      []ToolSpec   // the server's tools; submit_answer is added
-	Caller     ToolCaller
+	Caller     eval.ToolCaller
 	Log        hclog.Logger // default: discard
 }
 
@@ -202,10 +173,10 @@ type (
 // back to the model as a tool error. Run returns an error on API and
 // transport failures and ErrMaxSteps when the turns run out; the transcript
 // is returned in every case.
-func (a *Agent) Run(ctx context.Context, t Task) (Answer, Transcript, error) {
-	var tr Transcript
+func (a *Agent) Run(ctx context.Context, t eval.Task) (eval.Answer, eval.Transcript, error) {
+	var tr eval.Transcript
 	if a.Caller == nil {
-		return Answer{}, tr, errors.New("eval: agent has no tool caller")
+		return eval.Answer{}, tr, errors.New("eval: agent has no tool caller")
 	}
 	log := a.Log
 	if log == nil {
@@ -214,17 +185,17 @@ func (a *Agent) Run(ctx context.Context, t Task) (Answer, Transcript, error) {
 	log = log.With("task", t.ID)
 	tools := make([]ToolSpec, 0, len(a.Tools)+1)
 	for _, ts := range a.Tools {
-		if ts.Name == SubmitToolName {
-			return Answer{}, tr, fmt.Errorf("eval: the server offers a tool named %s", SubmitToolName)
+		if ts.Name == eval.SubmitToolName {
+			return eval.Answer{}, tr, fmt.Errorf("eval: the server offers a tool named %s", eval.SubmitToolName)
 		}
 		tools = append(tools, ts)
 	}
 	schema, err := json.Marshal(t.Answer.InputSchema())
 	if err != nil {
-		return Answer{}, tr, err
+		return eval.Answer{}, tr, err
 	}
 	tools = append(tools, ToolSpec{
-		Name:        SubmitToolName,
+		Name:        eval.SubmitToolName,
 		Description: "Submit your final answer to the question. Call it exactly once, when you are done.",
 		InputSchema: schema,
 	})
@@ -244,7 +215,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (Answer, Transcript, error) {
 		tr.Turns = turn
 		resp, err := a.send(ctx, &req, log)
 		if err != nil {
-			return Answer{}, tr, err
+			return eval.Answer{}, tr, err
 		}
 		tr.InputTokens += resp.Usage.InputTokens
 		tr.OutputTokens += resp.Usage.OutputTokens
@@ -253,7 +224,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (Answer, Transcript, error) {
 		blocks := make([]contentBlock, len(resp.Content))
 		for i, raw := range resp.Content {
 			if err := json.Unmarshal(raw, &blocks[i]); err != nil {
-				return Answer{}, tr, fmt.Errorf("eval: model API: malformed content block: %w", err)
+				return eval.Answer{}, tr, fmt.Errorf("eval: model API: malformed content block: %w", err)
 			}
 		}
 		// Unknown block types are echoed back as they came.
@@ -269,58 +240,58 @@ func (a *Agent) Run(ctx context.Context, t Task) (Answer, Transcript, error) {
 			switch b.Type {
 			case "text":
 				if strings.TrimSpace(b.Text) != "" {
-					tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventText, Output: b.Text})
+					tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventText, Output: b.Text})
 				}
 			case "tool_use":
 				if b.ID == "" {
-					return Answer{}, tr, errors.New("eval: model API: tool_use block without id")
+					return eval.Answer{}, tr, errors.New("eval: model API: tool_use block without id")
 				}
-				if b.Name == SubmitToolName {
-					ans, err := ParseSubmission(t.Answer, b.Input)
-					tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventSubmit, Tool: b.Name, Input: b.Input, IsError: err != nil, Output: errText(err)})
+				if b.Name == eval.SubmitToolName {
+					ans, err := eval.ParseSubmission(t.Answer, b.Input)
+					tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventSubmit, Tool: b.Name, Input: b.Input, IsError: err != nil, Output: errText(err)})
 					if err == nil {
 						log.Debug("answer submitted", "turn", turn)
 						return ans, tr, nil
 					}
-					results = append(results, toolResult(b.ID, "invalid answer: "+err.Error()+". Call "+SubmitToolName+" again.", true))
+					results = append(results, toolResult(b.ID, "invalid answer: "+err.Error()+". Call "+eval.SubmitToolName+" again.", true))
 					continue
 				}
 				res, err := a.callTool(ctx, b, &tr, turn, log)
 				if err != nil {
-					return Answer{}, tr, err
+					return eval.Answer{}, tr, err
 				}
 				results = append(results, res)
 			}
 		}
 		if len(results) == 0 {
 			// The model stopped without a tool call: ask for the answer.
-			tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventNudge})
+			tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventNudge})
 			req.Messages = append(req.Messages, userMessage(contentBlock{
 				Type: "text",
-				Text: "Please give your final answer by calling " + SubmitToolName + ". " + t.Answer.Instructions(t.Order),
+				Text: "Please give your final answer by calling " + eval.SubmitToolName + ". " + t.Answer.Instructions(t.Order),
 			}))
 			continue
 		}
 		req.Messages = append(req.Messages, userMessage(results...))
 	}
-	return Answer{}, tr, fmt.Errorf("%w (%d turns, task %s)", ErrMaxSteps, maxSteps, t.ID)
+	return eval.Answer{}, tr, fmt.Errorf("%w (%d turns, task %s)", ErrMaxSteps, maxSteps, t.ID)
 }
 
-func (a *Agent) callTool(ctx context.Context, b contentBlock, tr *Transcript, turn int, log hclog.Logger) (contentBlock, error) {
+func (a *Agent) callTool(ctx context.Context, b contentBlock, tr *eval.Transcript, turn int, log hclog.Logger) (contentBlock, error) {
 	known := false
 	for _, ts := range a.Tools {
 		known = known || ts.Name == b.Name
 	}
 	if !known {
 		msg := fmt.Sprintf("unknown tool %q", b.Name)
-		tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventToolCall, Tool: b.Name, Input: b.Input, Output: msg, IsError: true})
+		tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventToolCall, Tool: b.Name, Input: b.Input, Output: msg, IsError: true})
 		return toolResult(b.ID, msg, true), nil
 	}
 	args := map[string]any{}
 	if len(b.Input) > 0 && string(b.Input) != "null" {
 		if err := json.Unmarshal(b.Input, &args); err != nil {
 			msg := "tool input must be a JSON object"
-			tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventToolCall, Tool: b.Name, Input: b.Input, Output: msg, IsError: true})
+			tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventToolCall, Tool: b.Name, Input: b.Input, Output: msg, IsError: true})
 			return toolResult(b.ID, msg, true), nil
 		}
 	}
@@ -329,7 +300,7 @@ func (a *Agent) callTool(ctx context.Context, b contentBlock, tr *Transcript, tu
 		return contentBlock{}, fmt.Errorf("eval: tool %s: %w", b.Name, err)
 	}
 	log.Debug("tool call", "turn", turn, "tool", b.Name, "is_error", isErr)
-	tr.Events = append(tr.Events, Event{Turn: turn, Kind: EventToolCall, Tool: b.Name, Input: b.Input, Output: text, IsError: isErr})
+	tr.Events = append(tr.Events, eval.Event{Turn: turn, Kind: eval.EventToolCall, Tool: b.Name, Input: b.Input, Output: text, IsError: isErr})
 	return toolResult(b.ID, text, isErr), nil
 }
 
@@ -443,4 +414,12 @@ func orDefault(v, def int) int {
 		return v
 	}
 	return def
+}
+
+// clip shortens s to at most n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("...[+%d bytes]", len(s)-n)
 }

@@ -1,65 +1,52 @@
-package eval
+// Package evaltest holds what the tests of package eval and its agent
+// share: a fake of the readonly server's tools on a SQLite file. Only
+// tests import it.
+package evaltest
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// shopPath is a sample database shared by the tests (written in TestMain).
-var shopPath string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "eval-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shopPath = filepath.Join(dir, "shop.db")
-	if err := sampledb.Write(context.Background(), shopPath); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// fakeServer plays the read-only profile's three tools (SPEC 6) directly on
-// SQLite, so the scripted solver can be tested without the real server. Its
-// write check is a keyword test, good enough for a fake only.
-type fakeServer struct {
+// Server plays the read-only profile's three tools (SPEC 6) directly on
+// SQLite, so that the scripted solver and the agent can be tested without
+// the real server. Its write check is a keyword test, good enough for a
+// fake only.
+type Server struct {
 	db *sql.DB
 
 	mu    sync.Mutex
 	calls []string // "tool args-json"
 }
 
-func newFakeServer(t *testing.T, path string) *fakeServer {
+// NewServer opens the database at path read-only for the test's length.
+func NewServer(t testing.TB, path string) *Server {
 	t.Helper()
 	db, err := sql.Open("sqlite", fileURI(path, "mode=ro"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &fakeServer{db: db}
+	return &Server{db: db}
 }
 
-func (f *fakeServer) callLog() []string {
+// CallLog is every call so far, as "tool args-json".
+func (f *Server) CallLog() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
 }
 
-func toolErr(code, msg string) (string, bool, error) {
+// ToolError is a tool's error result as the server writes it.
+func ToolError(code, msg string) (string, bool, error) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 	return string(b), true, nil
 }
@@ -69,7 +56,8 @@ func jsonResult(v any) (string, bool, error) {
 	return string(b), false, err
 }
 
-func (f *fakeServer) CallTool(ctx context.Context, name string, args map[string]any) (string, bool, error) {
+// CallTool runs one tool call (eval.ToolCaller).
+func (f *Server) CallTool(ctx context.Context, name string, args map[string]any) (string, bool, error) {
 	b, _ := json.Marshal(args)
 	f.mu.Lock()
 	f.calls = append(f.calls, name+" "+string(b))
@@ -92,7 +80,7 @@ func (f *fakeServer) CallTool(ctx context.Context, name string, args map[string]
 			return "", false, err
 		}
 		if len(cols) == 0 {
-			return toolErr("TABLE_NOT_FOUND", fmt.Sprintf("Table %q does not exist.", table))
+			return ToolError("TABLE_NOT_FOUND", fmt.Sprintf("Table %q does not exist.", table))
 		}
 		fks, err := queryAll(ctx, f.db, "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?)", table)
 		if err != nil {
@@ -122,11 +110,11 @@ func (f *fakeServer) CallTool(ctx context.Context, name string, args map[string]
 		}
 		head := strings.ToUpper(strings.TrimSpace(q))
 		if !strings.HasPrefix(head, "SELECT") && !strings.HasPrefix(head, "WITH") {
-			return toolErr("READ_ONLY_VIOLATION", "only SELECT is allowed")
+			return ToolError("READ_ONLY_VIOLATION", "only SELECT is allowed")
 		}
 		rs, err := f.db.QueryContext(ctx, q)
 		if err != nil {
-			return toolErr("SQL_ERROR", err.Error())
+			return ToolError("SQL_ERROR", err.Error())
 		}
 		defer rs.Close()
 		columns, _ := rs.Columns()
@@ -156,5 +144,44 @@ func (f *fakeServer) CallTool(ctx context.Context, name string, args map[string]
 			"limit": limit, "offset": offset, "hasMore": hasMore,
 		})
 	}
-	return toolErr("INVALID_ARGUMENT", "unknown tool "+name)
+	return ToolError("INVALID_ARGUMENT", "unknown tool "+name)
+}
+
+// queryAll returns every row of q, text as strings.
+func queryAll(ctx context.Context, db *sql.DB, q string, args ...any) ([][]any, error) {
+	rs, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	cols, err := rs.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		out = append(out, vals)
+	}
+	return out, rs.Err()
+}
+
+// fileURI makes a SQLite URI for path, escaping the characters that would
+// otherwise end the path ('?', '#') or start an escape ('%').
+func fileURI(path, params string) string {
+	p := filepath.ToSlash(path)
+	p = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+	return "file:" + p + "?" + params
 }

@@ -1,4 +1,4 @@
-package eval
+package agent
 
 import (
 	"context"
@@ -8,13 +8,53 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/evaltest"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/eval/sampledb"
 )
+
+// shopPath is a sample database shared by the tests (written in TestMain).
+var shopPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eval-agent-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shopPath = filepath.Join(dir, "shop.db")
+	if err := sampledb.Write(context.Background(), shopPath); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func taskByID(t *testing.T, id string) eval.Task {
+	t.Helper()
+	tasks, err := eval.LoadTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if task.ID == id {
+			return task
+		}
+	}
+	t.Fatalf("no task %q", id)
+	return eval.Task{}
+}
 
 // modelRequest is what the fake model server decodes from the agent.
 type modelRequest struct {
@@ -103,7 +143,7 @@ func say(stop string, blocks ...string) turn {
 
 func call(id, name, input string) turn { return say("tool_use", toolUse(id, name, input)) }
 
-func submit(input string) turn { return call("sub", SubmitToolName, input) }
+func submit(input string) turn { return call("sub", eval.SubmitToolName, input) }
 
 // expectResult checks the tool_result the agent sent for id, then plays next.
 func expectResult(id string, isError bool, contains string, next turn) turn {
@@ -150,15 +190,15 @@ func TestAgentRun(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		task      Task
+		task      eval.Task
 		turns     []turn
 		maxSteps  int
 		retries   int
-		caller    ToolCaller // nil: the fake server on the sample database
-		tools     []ToolSpec // nil: testTools
-		wantErr   string     // "" = Run must succeed
-		wantCheck bool       // Check against the reference must pass
-		wantCalls int        // server tool calls in the transcript
+		caller    eval.ToolCaller // nil: the fake server on the sample database
+		tools     []ToolSpec      // nil: testTools
+		wantErr   string          // "" = Run must succeed
+		wantCheck bool            // eval.Check against the reference must pass
+		wantCalls int             // server tool calls in the transcript
 		wantTurns int
 	}{
 		{
@@ -172,7 +212,7 @@ func TestAgentRun(t *testing.T) {
 			wantCheck: true, wantCalls: 3, wantTurns: 4,
 		},
 		{
-			name: "wrong answer is returned for Check to reject", task: scalarTask,
+			name: "wrong answer is returned for eval.Check to reject", task: scalarTask,
 			turns:     []turn{submit(`{"value": 13}`)},
 			wantCheck: false, wantCalls: 0, wantTurns: 1,
 		},
@@ -199,7 +239,7 @@ func TestAgentRun(t *testing.T) {
 				say("end_turn", textBlock("There are 12 such customers.")),
 				func(t *testing.T, req modelRequest) (int, string) {
 					last := req.Messages[len(req.Messages)-1]
-					if last.Role != "user" || !strings.Contains(last.Content[0].Text, SubmitToolName) {
+					if last.Role != "user" || !strings.Contains(last.Content[0].Text, eval.SubmitToolName) {
 						t.Errorf("no nudge: %+v", last)
 					}
 					return submit(`{"value": 12}`)(t, req)
@@ -266,14 +306,14 @@ func TestAgentRun(t *testing.T) {
 		{
 			name: "transport failure of the tool caller", task: scalarTask,
 			turns: []turn{call("t1", "list_tables", `{}`)},
-			caller: ToolCallerFunc(func(context.Context, string, map[string]any) (string, bool, error) {
+			caller: eval.ToolCallerFunc(func(context.Context, string, map[string]any) (string, bool, error) {
 				return "", false, errors.New("server exited")
 			}),
 			wantErr: "tool list_tables: server exited", wantTurns: 1,
 		},
 		{
 			name: "server tool named submit_answer", task: scalarTask,
-			tools:   append([]ToolSpec{{Name: SubmitToolName, InputSchema: json.RawMessage(`{}`)}}, testTools...),
+			tools:   append([]ToolSpec{{Name: eval.SubmitToolName, InputSchema: json.RawMessage(`{}`)}}, testTools...),
 			wantErr: "offers a tool named",
 		},
 	}
@@ -287,7 +327,7 @@ func TestAgentRun(t *testing.T) {
 			defer srv.Close()
 			caller := tt.caller
 			if caller == nil {
-				caller = newFakeServer(t, shopPath)
+				caller = evaltest.NewServer(t, shopPath)
 			}
 			tools := tt.tools
 			if tools == nil {
@@ -313,11 +353,11 @@ func TestAgentRun(t *testing.T) {
 				t.Errorf("transcript has %d tool calls, want %d: %+v", n, tt.wantCalls, tr.Events)
 			}
 			if tt.wantErr == "" {
-				want, err := Reference(context.Background(), shopPath, tt.task)
+				want, err := eval.Reference(context.Background(), shopPath, tt.task)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cerr := Check(tt.task, got, want); (cerr == nil) != tt.wantCheck {
+				if cerr := eval.Check(tt.task, got, want); (cerr == nil) != tt.wantCheck {
 					t.Errorf("Check = %v, want pass=%v (answer %s)", cerr, tt.wantCheck, got)
 				}
 				if tr.InputTokens != 100*tt.wantTurns || tr.OutputTokens != 10*tt.wantTurns {
@@ -333,7 +373,7 @@ func TestAgentRun(t *testing.T) {
 
 // checkRequest checks what every request must hold, and that the reference
 // SQL never reaches the model.
-func checkRequest(t *testing.T, i int, req modelRequest, task Task) {
+func checkRequest(t *testing.T, i int, req modelRequest, task eval.Task) {
 	t.Helper()
 	if req.Model != "fake-model" || req.MaxTokens <= 0 || req.System == "" {
 		t.Errorf("request %d: model %q, max_tokens %d, system %q", i+1, req.Model, req.MaxTokens, req.System)
@@ -353,14 +393,14 @@ func checkRequest(t *testing.T, i int, req modelRequest, task Task) {
 	var names []string
 	for _, tool := range req.Tools {
 		names = append(names, tool.Name)
-		if tool.Name == SubmitToolName {
+		if tool.Name == eval.SubmitToolName {
 			want, _ := json.Marshal(task.Answer.InputSchema())
 			if string(tool.InputSchema) != string(want) {
 				t.Errorf("submit_answer schema %s, want %s", tool.InputSchema, want)
 			}
 		}
 	}
-	if got := strings.Join(names, ","); got != "list_tables,describe_table,query_database,"+SubmitToolName {
+	if got := strings.Join(names, ","); got != "list_tables,describe_table,query_database,"+eval.SubmitToolName {
 		t.Errorf("request %d tools: %s", i+1, got)
 	}
 }
@@ -375,7 +415,7 @@ func TestAgentContextCancelled(t *testing.T) {
 	defer func(d time.Duration) { retryBaseDelay = d }(retryBaseDelay)
 	retryBaseDelay = time.Hour // only the cancellation can end the wait
 	a := &Agent{BaseURL: srv.URL, APIKey: "test-key", Model: "fake-model", MaxRetries: 3, HTTP: srv.Client(),
-		Tools: testTools, Caller: newFakeServer(t, shopPath)}
+		Tools: testTools, Caller: evaltest.NewServer(t, shopPath)}
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, _, err := a.Run(ctx, taskByID(t, "revenue_2025"))
 	if !errors.Is(err, context.Canceled) {
