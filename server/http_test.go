@@ -72,7 +72,9 @@ func TestGuardMount(t *testing.T) {
 	cfg.AllowedHosts, cfg.AllowedOrigins, cfg.MaxBodyMB = []string{"127.0.0.1"}, []string{"https://ok.example"}, 1
 	s := &Server{cfg: cfg, log: hclog.NewNullLogger()}
 	sessions := &sessionTable{max: 1}
-	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "mcp for "+AgentFrom(r.Context())) })
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "mcp for "+AgentFrom(r.Context()))
+	})
 	g := s.frontDoor(HTTPOptions{Tokens: set, Mount: map[string]http.Handler{"/ui/": mux}, Public: map[string]http.Handler{"/ui/login": public}}, sessions, mcpHandler)
 	tests := []struct {
 		name, method, url, auth, origin, body string

@@ -106,4 +106,3 @@ func (a agentSessions) Terminate(id string) (bool, error) {
 	delete(a.t.agents, id)
 	return false, nil
 }
-
