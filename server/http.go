@@ -82,7 +82,7 @@ func ListenHTTP(cfg *config.Config) (net.Listener, error) {
 // audited as CANCELLED), writes the audit queue and returns.
 func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions) error {
 	cfg := s.cfg
-	sessions := &sessionTable{max: cfg.MaxSessions}
+	sessions := &sessionTable{max: cfg.MaxSessions, perAgent: cfg.MaxSessionsPerAgent, idle: cfg.SessionIdle}
 	httpSrv := &http.Server{
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		// No ReadTimeout or WriteTimeout: both would end a long call (a
@@ -107,6 +107,10 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 			&slog.HandlerOptions{Level: slog.LevelWarn}))),
 	)
 	httpSrv.Handler = s.frontDoor(opt, sessions, streamable)
+	sessions.end = func(id string) { endSession(streamable, id) }
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	defer stopSweep()
+	go sessions.sweep(sweepCtx)
 	if tokens.PlatformNote != "" {
 		s.log.Warn(tokens.PlatformNote, "auth-tokens", opt.Tokens.Path())
 	}
@@ -204,6 +208,7 @@ func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable h
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", httpguard.Chain(streamable,
+		sessions.owned,
 		body,
 		sessions.capped,
 		withBulkText,
@@ -313,3 +318,22 @@ func (a *tokenAuth) isToken(v string) bool {
 	_, ok, _ := a.tokens.Lookup(v)
 	return ok
 }
+
+// endSession drops mcp-go's state of a session the table has ended: a
+// DELETE of the session, made in process without an agent (as mcp-go's
+// own sweeper ends sessions).
+func endSession(streamable http.Handler, id string) {
+	r, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	r.Header.Set(mcpserver.HeaderKeySessionID, id)
+	streamable.ServeHTTP(discardResponse{}, r)
+}
+
+// discardResponse is a ResponseWriter that keeps nothing.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (discardResponse) WriteHeader(int)             {}
