@@ -208,6 +208,7 @@ func options() []option {
 		intOption("max-sessions-per-agent", "MCP_SQLITE_MAX_SESSIONS_PER_AGENT", "0", "2025-11-25 sessions one agent may have open under --http (0: --max-sessions / 8, at least 1)", 0, 1<<20, func(c *Config, n int) { c.MaxSessionsPerAgent = n }),
 		secondsOption("session-idle", "MCP_SQLITE_SESSION_IDLE", "300", "seconds a 2025-11-25 session with no open stream and no request in flight lives on under --http", func(c *Config, d time.Duration) { c.SessionIdle = d }),
 		intOption("max-body-mb", "MCP_SQLITE_MAX_BODY_MB", "16", "largest HTTP request body in MiB under --http (413 above)", 1, 1024, func(c *Config, n int) { c.MaxBodyMB = n }),
+		secondsOption("body-timeout", "MCP_SQLITE_BODY_TIMEOUT", "60", "seconds a client has to send a request body under --http (408 and the connection closed after)", func(c *Config, d time.Duration) { c.BodyTimeout = d }),
 		secondsOption("header-timeout", "MCP_SQLITE_HEADER_TIMEOUT", "10", "seconds a client has to send its request headers under --http", func(c *Config, d time.Duration) { c.HeaderTimeout = d }),
 		secondsOption("shutdown-grace", "MCP_SQLITE_SHUTDOWN_GRACE", "10", "seconds calls in flight may take to finish after SIGTERM under --http before they are stopped", func(c *Config, d time.Duration) { c.ShutdownGrace = d }),
 		{flag: "verbose", env: []string{"MCP_SQLITE_VERBOSE"}, def: "false", help: "debug logging on stderr (also -v)", apply: func(c *Config, v string) error {

@@ -25,6 +25,7 @@ type HTTPConfig struct {
 	// check: then MaxSessions/8, at least 1.
 	MaxSessionsPerAgent int
 	SessionIdle         time.Duration
+	BodyTimeout         time.Duration
 	MaxBodyMB           int
 	HeaderTimeout       time.Duration
 	ShutdownGrace       time.Duration

@@ -61,6 +61,7 @@ func TestSessionFlags(t *testing.T) {
 		{[]string{"--max-sessions", "4", "--max-sessions-per-agent", "4", "--session-idle", "2.5"}, 4, 2500 * time.Millisecond, ""},
 		{[]string{"--max-sessions", "4", "--max-sessions-per-agent", "5"}, 0, 0, "more than --max-sessions"},
 		{[]string{"--session-idle", "0"}, 0, 0, "seconds"},
+		{[]string{"--body-timeout", "0"}, 0, 0, "seconds"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			c, _, err := Parse(append([]string{"--db", "x.db", "--http", "127.0.0.1:1", "--auth-tokens", "t"}, tt.args...), env, io.Discard)
@@ -72,6 +73,9 @@ func TestSessionFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.BodyTimeout != 60*time.Second {
+				t.Fatalf("--body-timeout defaults to %s", c.BodyTimeout)
 			}
 			if c.MaxSessionsPerAgent != tt.perAgent || c.SessionIdle != tt.idle {
 				t.Fatalf("per agent %d, idle %s; want %d, %s", c.MaxSessionsPerAgent, c.SessionIdle, tt.perAgent, tt.idle)

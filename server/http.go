@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,10 +31,9 @@ import (
 
 // Bounds of the HTTP server that have no flag.
 const (
-	bodyReadTimeout = 60 * time.Second // a request body must arrive within this
-	idleTimeout     = 120 * time.Second
-	sessionIdleTTL  = 30 * time.Minute // a 2025-11-25 session unused this long ends
-	maxHeaderBytes  = 64 << 10
+	idleTimeout    = 120 * time.Second
+	sessionIdleTTL = 30 * time.Minute // a 2025-11-25 session unused this long ends
+	maxHeaderBytes = 64 << 10
 )
 
 // AgentFrom is the agent (its token's name) a request came from, or ""
@@ -66,14 +64,15 @@ type HTTPOptions struct {
 }
 
 // ListenHTTP opens --http's address, so that a port in use is reported
-// before the database is opened. The listener closes connections beyond
-// --max-connections at once.
+// before the database is opened. The listener keeps at most
+// --max-connections open, at most half of them not yet authenticated
+// (httpguard.Listener).
 func ListenHTTP(cfg *config.Config) (net.Listener, error) {
 	l, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", cfg.HTTP, err)
 	}
-	return &limitListener{Listener: l, max: int64(cfg.MaxConnections)}, nil
+	return httpguard.NewListener(l, cfg.MaxConnections), nil
 }
 
 // ServeHTTP serves MCP over Streamable HTTP on l until ctx ends (SIGTERM),
@@ -87,8 +86,8 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		// No ReadTimeout or WriteTimeout: both would end a long call (a
 		// confirmation waits minutes; net/http cancels a request's context
-		// when the connection's read deadline passes). The guard bounds the
-		// body's read instead.
+		// when the connection's read deadline passes). httpguard.Body
+		// bounds the body's read instead (--body-timeout).
 		IdleTimeout:    idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
@@ -107,6 +106,9 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 			&slog.HandlerOptions{Level: slog.LevelWarn}))),
 	)
 	httpSrv.Handler = s.frontDoor(opt, sessions, streamable)
+	if gl, ok := l.(*httpguard.Listener); ok {
+		httpSrv.ConnContext = gl.ConnContext
+	}
 	sessions.end = func(id string) { endSession(streamable, id) }
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
@@ -152,40 +154,6 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 	return err
 }
 
-// limitListener closes connections beyond max at once: the bound on open
-// connections (idle keep-alive ones count until IdleTimeout closes them).
-type limitListener struct {
-	net.Listener
-	max  int64
-	open atomic.Int64
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			_ = c.Close()
-			continue
-		}
-		return &countedConn{Conn: c, l: l}, nil
-	}
-}
-
-type countedConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return c.Conn.Close()
-}
-
 // frontDoor is the chain of checks in front of /mcp and the mounted
 // pages: /healthz first (no check), then for everything else Host,
 // Origin and a credential in the URL; the public pages are served from
@@ -196,9 +164,9 @@ func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable h
 	auth := &tokenAuth{s: s, tokens: opt.Tokens}
 	maxBody := int64(cfg.MaxBodyMB) << 20
 	body := httpguard.Body(httpguard.BodyLimits{
-		Max: maxBody, Timeout: bodyReadTimeout,
+		Max: maxBody, Timeout: cfg.BodyTimeout,
 		TooLarge: fmt.Sprintf("the request body is larger than %d MiB (--max-body-mb)", cfg.MaxBodyMB),
-		TooSlow:  "the request body could not be read in time",
+		TooSlow:  fmt.Sprintf("the request body did not arrive within %s (--body-timeout); the connection is closed", cfg.BodyTimeout),
 		Read: func(_ *http.Request, body []byte) {
 			if names, ok := mcpstdio.ToolCallNames(string(body)); ok {
 				// As over stdio: the standby is nudged before mcp-go parses.

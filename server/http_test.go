@@ -69,7 +69,7 @@ func TestGuardMount(t *testing.T) {
 	public := http.NewServeMux()
 	public.HandleFunc("/ui/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login page") })
 	cfg := &config.Config{}
-	cfg.AllowedHosts, cfg.AllowedOrigins, cfg.MaxBodyMB = []string{"127.0.0.1"}, []string{"https://ok.example"}, 1
+	cfg.AllowedHosts, cfg.AllowedOrigins, cfg.MaxBodyMB, cfg.BodyTimeout = []string{"127.0.0.1"}, []string{"https://ok.example"}, 1, time.Second
 	s := &Server{cfg: cfg, log: hclog.NewNullLogger()}
 	sessions := &sessionTable{max: 1}
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -97,7 +97,8 @@ func BearerToken(r *http.Request) (string, bool) {
 
 // Authenticate refuses a request a does not accept, with a Bearer
 // challenge of realm and msg (unless the refusal has its own text), and
-// puts the identity of one it accepts in the request's context.
+// puts the identity of one it accepts in the request's context. The
+// connection of an accepted request keeps its slot (Trust).
 func Authenticate(a Authenticator, realm, msg string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +116,7 @@ func Authenticate(a Authenticator, realm, msg string) Middleware {
 				Refuse(w, r, status, text)
 				return
 			}
+			Trust(r.Context())
 			next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
 		})
 	}

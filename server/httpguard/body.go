@@ -35,7 +35,9 @@ type BodyLimits struct {
 
 // Body reads a POST's body whole, at most l.Max bytes within l.Timeout,
 // and hands the handlers below it in memory; a body too large or too slow
-// is refused and the connection closed without reading more.
+// is refused and the connection closed without reading more. While the
+// body is read its connection is pending (see Listener): a client that
+// trickles a body holds no slot an authenticated client needs.
 func Body(l BodyLimits) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +69,7 @@ func Body(l BodyLimits) Middleware {
 }
 
 func readWithin(w http.ResponseWriter, r *http.Request, l BodyLimits) ([]byte, int) {
+	trusted := Untrust(r.Context())
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(l.Timeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, l.Max+1))
@@ -81,5 +84,8 @@ func readWithin(w http.ResponseWriter, r *http.Request, l BodyLimits) ([]byte, i
 		return nil, http.StatusRequestTimeout
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	if trusted {
+		Trust(r.Context())
+	}
 	return body, 0
 }

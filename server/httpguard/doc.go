@@ -20,5 +20,13 @@
 // resource server beside the tokens). The Identity it returns is in the
 // request's context (IdentityFrom) for the handlers below.
 //
+// # Connections
+//
+// Listener bounds open connections and keeps part of them for clients
+// that have authenticated: a connection that has not yet carried an
+// authenticated request, or is reading a request body, is pending;
+// pending connections may hold at most half of the slots, and the oldest
+// pending one is closed to make room for a new connection.
+//
 // Imports: nothing of the project.
 package httpguard
