@@ -24,10 +24,13 @@ import (
 // MCP over Streamable HTTP (SPEC 11). mcp-go's StreamableHTTPServer speaks
 // both protocol generations at /mcp; in front of it the front door
 // (frontDoor), one chain of httpguard checks, checks in this order Host,
-// Origin, a token in the URL, the bearer token, the body size and the
-// session count, and puts the token's agent name in the request's
-// context, where the tool handlers find it (AgentFrom) for the audit row,
-// the memory's session column and the per-agent call limit.
+// Origin, a token in the URL, the bearer token, the session a request
+// names (the agent's own; sessions.go), the body (size and time) and the
+// sessions an initialize may open, and puts the token's agent name in
+// the request's context, where the tool handlers find it (AgentFrom) for
+// the audit row, the memory's session column and the per-agent call
+// limit. The listener (httpguard.Listener) keeps connection slots for
+// authenticated clients.
 
 // Bounds of the HTTP server that have no flag.
 const (
@@ -96,7 +99,7 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 		mcpserver.WithEndpointPath("/mcp"),
 		mcpserver.WithSessionIdManagerResolver(sessions),
 		mcpserver.WithSessionIdleTTL(sessionIdleTTL),
-		// The guard checks Host against --allowed-hosts for every
+		// The front door checks Host against --allowed-hosts for every
 		// connection; mcp-go's own check, for loopback connections only,
 		// would refuse a reverse proxy's names.
 		mcpserver.WithDisableLocalhostProtection(true),
