@@ -21,9 +21,14 @@ type HTTPConfig struct {
 	TLSCert, TLSKey  string
 	MaxConnections   int
 	MaxSessions      int
-	MaxBodyMB        int
-	HeaderTimeout    time.Duration
-	ShutdownGrace    time.Duration
+	// MaxSessionsPerAgent is one agent's share of MaxSessions; 0 until
+	// check: then MaxSessions/8, at least 1.
+	MaxSessionsPerAgent int
+	SessionIdle         time.Duration
+	BodyTimeout         time.Duration
+	MaxBodyMB           int
+	HeaderTimeout       time.Duration
+	ShutdownGrace       time.Duration
 }
 
 func listOption(flagName, env, help string, set func(*Config, []string)) option {
@@ -57,8 +62,14 @@ func (c *Config) checkHTTP() error {
 	if c.MaxCallsPerAgent == 0 {
 		c.MaxCallsPerAgent = c.MaxWorkers
 	}
+	if c.MaxSessionsPerAgent == 0 {
+		c.MaxSessionsPerAgent = max(1, c.MaxSessions/8)
+	}
 	if c.HTTP == "" {
 		return nil
+	}
+	if c.MaxSessionsPerAgent > c.MaxSessions {
+		return &UsageError{fmt.Sprintf("--max-sessions-per-agent %d is more than --max-sessions %d\nTry: --max-sessions-per-agent %d", c.MaxSessionsPerAgent, c.MaxSessions, c.MaxSessions)}
 	}
 	host, port, err := net.SplitHostPort(c.HTTP)
 	if err != nil || port == "" {

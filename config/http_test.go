@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHTTPConfig(t *testing.T) {
@@ -40,6 +41,44 @@ func TestHTTPConfig(t *testing.T) {
 			}
 			if c.MaxCallsPerAgent != c.MaxWorkers {
 				t.Fatalf("--max-calls-per-agent defaults to %d, want --max-workers %d", c.MaxCallsPerAgent, c.MaxWorkers)
+			}
+		})
+	}
+}
+
+// The sessions' flags: one agent's share defaults to an eighth of
+// --max-sessions, at least one, and may not exceed it.
+func TestSessionFlags(t *testing.T) {
+	env := func(string) string { return "" }
+	for _, tt := range []struct {
+		args     []string
+		perAgent int
+		idle     time.Duration
+		err      string
+	}{
+		{nil, 32, 300 * time.Second, ""},
+		{[]string{"--max-sessions", "4"}, 1, 300 * time.Second, ""},
+		{[]string{"--max-sessions", "4", "--max-sessions-per-agent", "4", "--session-idle", "2.5"}, 4, 2500 * time.Millisecond, ""},
+		{[]string{"--max-sessions", "4", "--max-sessions-per-agent", "5"}, 0, 0, "more than --max-sessions"},
+		{[]string{"--session-idle", "0"}, 0, 0, "seconds"},
+		{[]string{"--body-timeout", "0"}, 0, 0, "seconds"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			c, _, err := Parse(append([]string{"--db", "x.db", "--http", "127.0.0.1:1", "--auth-tokens", "t"}, tt.args...), env, io.Discard)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.BodyTimeout != 60*time.Second {
+				t.Fatalf("--body-timeout defaults to %s", c.BodyTimeout)
+			}
+			if c.MaxSessionsPerAgent != tt.perAgent || c.SessionIdle != tt.idle {
+				t.Fatalf("per agent %d, idle %s; want %d, %s", c.MaxSessionsPerAgent, c.SessionIdle, tt.perAgent, tt.idle)
 			}
 		})
 	}

@@ -12,18 +12,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
-
-func TestHostOnly(t *testing.T) {
-	for in, want := range map[string]string{
-		"127.0.0.1:8765": "127.0.0.1", "LOCALHOST": "localhost", "[::1]:80": "::1", "Mem.Example.com:443": "mem.example.com", "": "",
-	} {
-		if got := hostOnly(in); got != want {
-			t.Errorf("hostOnly(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // A session belongs to the agent that opened it; the sweeper (no agent)
 // may end any.
@@ -47,18 +38,18 @@ func TestSessionTable(t *testing.T) {
 		t.Fatal("bob may end alice's session")
 	}
 	bob.Generate()
-	if !tab.full() {
+	if tab.count() != 2 {
 		t.Fatal("two sessions of max 2: not full")
 	}
 	if notAllowed, _ := tab.ResolveSessionIdManager(nil).Terminate(id); notAllowed {
 		t.Fatal("the sweeper may not end a session")
 	}
-	if _, err := alice.Validate(id); err == nil || tab.full() {
+	if _, err := alice.Validate(id); err == nil || tab.count() != 1 {
 		t.Fatal("an ended session is still valid")
 	}
 }
 
-// The guard alone, in front of a mounted handler (the Mount hook): what
+// The front door alone, in front of a mounted handler (the Mount hook): what
 // passes reaches it with the agent's name; everything else is refused
 // before it.
 func TestGuardMount(t *testing.T) {
@@ -77,8 +68,14 @@ func TestGuardMount(t *testing.T) {
 	})
 	public := http.NewServeMux()
 	public.HandleFunc("/ui/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login page") })
-	g := &guard{s: &Server{log: hclog.NewNullLogger()}, tokens: set, sessions: &sessionTable{max: 1}, next: mux, public: public,
-		hosts: map[string]bool{"127.0.0.1": true}, origins: map[string]bool{"https://ok.example": true}, maxBody: 1 << 10}
+	cfg := &config.Config{}
+	cfg.AllowedHosts, cfg.AllowedOrigins, cfg.MaxBodyMB, cfg.BodyTimeout = []string{"127.0.0.1"}, []string{"https://ok.example"}, 1, time.Second
+	s := &Server{cfg: cfg, log: hclog.NewNullLogger()}
+	sessions := &sessionTable{max: 1}
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "mcp for "+AgentFrom(r.Context()))
+	})
+	g := s.frontDoor(HTTPOptions{Tokens: set, Mount: map[string]http.Handler{"/ui/": mux}, Public: map[string]http.Handler{"/ui/login": public}}, sessions, mcpHandler)
 	tests := []struct {
 		name, method, url, auth, origin, body string
 		status                                int
@@ -92,7 +89,9 @@ func TestGuardMount(t *testing.T) {
 		{"bad origin", "GET", "http://127.0.0.1/ui/", "Bearer " + tok, "https://evil.example", "", 403, "Origin"},
 		{"token in the query", "GET", "http://127.0.0.1/ui/?t=" + tok, "Bearer " + tok, "", "", 400, "in the URL"},
 		{"credential parameter", "GET", "http://127.0.0.1/ui/?api_key=x", "Bearer " + tok, "", "", 400, "in the URL"},
-		{"big body", "POST", "http://127.0.0.1/ui/", "Bearer " + tok, "", strings.Repeat("x", 2<<10), 413, "--max-body-mb"},
+		{"big body", "POST", "http://127.0.0.1/ui/", "Bearer " + tok, "", strings.Repeat("x", 2<<20), 413, "--max-body-mb"},
+		{"mcp", "POST", "http://127.0.0.1/mcp", "Bearer " + tok, "", "{}", 200, "mcp for alice"},
+		{"unknown path", "GET", "http://127.0.0.1/other", "Bearer " + tok, "", "", 404, ""},
 		{"healthz", "GET", "http://evil.example/healthz", "", "", "", 200, "ok"},
 		{"public page without a token", "GET", "http://127.0.0.1/ui/login", "", "", "", 200, "login page"},
 		{"public page, bad host", "GET", "http://evil.example/ui/login", "", "", "", 403, "Host"},
@@ -117,8 +116,8 @@ func TestGuardMount(t *testing.T) {
 		})
 	}
 	// A second session beyond --max-sessions 1 is refused.
-	g.sessions.ResolveSessionIdManager(nil).Generate()
-	r := httptest.NewRequest("POST", "http://127.0.0.1/ui/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	sessions.ResolveSessionIdManager(nil).Generate()
+	r := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
 	r.Header.Set("Authorization", "Bearer "+tok)
 	w := httptest.NewRecorder()
 	g.ServeHTTP(w, r)

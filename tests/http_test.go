@@ -413,54 +413,104 @@ func TestHTTPStartRefusals(t *testing.T) {
 	}
 }
 
-// TestHTTPSlowHeaders: a client that never finishes its headers is cut
-// off after --header-timeout, and connections beyond --max-connections
-// are closed at once while the others are served.
+// authenticatedConn dials h and sends one request with agent's token on
+// a keep-alive connection, which the server then counts as an agent's.
+func (h *httpServer) authenticatedConn(t *testing.T, agent string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /other HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", h.addr, h.token[agent])
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("an authenticated request: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("an authenticated request for /other: %d", resp.StatusCode)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c
+}
+
+// closedUnserved tells a connection the server closed without an answer.
+func closedUnserved(t *testing.T, c net.Conn) bool {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the connection was left open")
+	}
+	return n == 0 && err != nil
+}
+
+// TestHTTPSlowClients: a client that never finishes its headers is cut
+// off after --header-timeout; when every one of --max-connections is an
+// agent's, a new connection is closed at once; a connection that has not
+// authenticated is closed to make room for a new one.
 func TestHTTPSlowClients(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	h := startHTTP(t, db, []string{"alice"}, "--header-timeout", "3", "--max-connections", "2")
+	h := startHTTP(t, db, []string{"alice"}, "--header-timeout", "3", "--max-connections", "4")
 	slow, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Close()
 	fmt.Fprintf(slow, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-Slow: ", h.addr)
-	second, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-	// Both slots are taken: a third connection is closed unserved.
-	third, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer third.Close()
-	fmt.Fprintf(third, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", h.addr)
-	_ = third.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := third.Read(make([]byte, 64)); err == nil {
-		t.Fatalf("the connection beyond --max-connections was served (%d bytes)", n)
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatal("the connection beyond --max-connections was left open")
-	}
-	// The slow one is closed by the header timeout.
 	_ = slow.SetReadDeadline(time.Now().Add(10 * time.Second))
 	start := time.Now()
 	_, err = io.ReadAll(slow)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("a client that never finished its headers was still connected after %s", time.Since(start))
 	}
-	second.Close()
-	// With the slots free again, requests are served.
+
+	var agents []net.Conn
+	for range 4 {
+		agents = append(agents, h.authenticatedConn(t, "alice"))
+	}
+	// Every slot is an agent's: a fifth connection is closed unserved.
+	fifth, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifth.Close()
+	fmt.Fprintf(fifth, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", h.addr)
+	if !closedUnserved(t, fifth) {
+		t.Fatal("the connection beyond --max-connections was served")
+	}
+	// A slot is free; a connection that says nothing takes it, and is
+	// closed to make room for the next.
+	agents[0].Close()
+	idle := make(chan net.Conn, 1)
 	if !waitFor(10*time.Second, func() bool {
-		resp, err := http.Get("http://" + h.addr + "/healthz")
+		c, err := net.Dial("tcp", h.addr)
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				idle <- c // still open: it holds the free slot
+				return true
+			}
+		}
+		c.Close()
+		return false
 	}) {
-		t.Fatal("no request served after the slow clients left")
+		t.Fatal("the freed slot was not given to a new connection")
+	}
+	silent := <-idle
+	defer silent.Close()
+	resp, err := http.Get("http://" + h.addr + "/healthz")
+	if err != nil {
+		t.Fatalf("a new connection beside a silent one: %v", err)
+	}
+	resp.Body.Close()
+	if !closedUnserved(t, silent) {
+		t.Fatal("the silent connection was answered")
 	}
 }

@@ -19,6 +19,7 @@
 // one-time secret for a cookie).
 //
 // Imports: memory, snapshot (file names and undo records), policy,
-// rawsqlite and errcode. Never server, worker or ipc: it reads the database
-// over its own read-only connections.
+// rawsqlite, errcode and server/httpguard (the HTTP checks, which import
+// nothing of the project). Never server, worker or ipc: it reads the
+// database over its own read-only connections.
 package ui

@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/httpguard"
 )
 
 //go:embed templates/*.html static/*
@@ -174,33 +175,31 @@ var securityHeaders = [][2]string{
 	{"Cross-Origin-Resource-Policy", "same-origin"},
 }
 
-// Handler serves the pages. Every request is checked in this order: the
-// Host header (one of Options.Hosts), the Origin header when present (the
-// same origin), Sec-Fetch-Site when present (not cross-site), the method
-// (GET or HEAD), then the login secret (Options.Login) and Authorized.
+// Handler serves the pages. Every request is checked in this order
+// (httpguard's pieces): the Host header (one of Options.Hosts, unless
+// HostChecked), the Origin header when present (the same origin),
+// Sec-Fetch-Site when present (not cross-site), the method (GET or HEAD),
+// then the login secret (Options.Login) and Authorized.
 func (u *UI) Handler() http.Handler {
+	checks := []httpguard.Middleware{httpguard.SetHeaders(securityHeaders...)}
+	if !u.opt.HostChecked {
+		checks = append(checks, httpguard.Host(u.opt.Hosts, http.StatusMisdirectedRequest, func(string) string {
+			return "refused: this Host is not the address the view is served on"
+		}))
+	}
+	checks = append(checks,
+		httpguard.Origin(httpguard.SameOrigin, func(string) string { return "refused: a request from another origin" }),
+		httpguard.SameSite("refused: a request from another site"),
+		httpguard.Methods("refused: the view is read-only (GET and HEAD only)", http.MethodGet, http.MethodHead),
+		u.signIn,
+	)
+	return httpguard.Chain(u.mux, checks...)
+}
+
+// signIn trades the login secret for a cookie, and refuses a request
+// Authorized does not admit.
+func (u *UI) signIn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		for _, kv := range securityHeaders {
-			h.Set(kv[0], kv[1])
-		}
-		if !u.opt.HostChecked && !u.hostOK(r.Host) {
-			http.Error(w, "refused: this Host is not the address the view is served on", http.StatusMisdirectedRequest)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" && !u.originOK(o, r.Host) {
-			http.Error(w, "refused: a request from another origin", http.StatusForbidden)
-			return
-		}
-		if s := r.Header.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
-			http.Error(w, "refused: a request from another site", http.StatusForbidden)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			h.Set("Allow", "GET, HEAD")
-			http.Error(w, "refused: the view is read-only (GET and HEAD only)", http.StatusMethodNotAllowed)
-			return
-		}
 		if u.opt.Login != nil && r.URL.Query().Has(secretParam) {
 			u.opt.Login.trade(w, r, u.opt.Base)
 			return
@@ -208,28 +207,14 @@ func (u *UI) Handler() http.Handler {
 		if u.opt.Authorized == nil || !u.opt.Authorized(r) {
 			msg := "refused: open the URL the ui command printed (its secret is traded for a cookie on first use)"
 			if u.opt.Challenge != "" {
-				h.Set("WWW-Authenticate", u.opt.Challenge)
+				w.Header().Set("WWW-Authenticate", u.opt.Challenge)
 				msg = u.opt.Refusal
 			}
-			http.Error(w, msg, http.StatusUnauthorized)
+			httpguard.Refuse(w, r, http.StatusUnauthorized, msg)
 			return
 		}
-		u.mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
-}
-
-func (u *UI) hostOK(host string) bool {
-	for _, h := range u.opt.Hosts {
-		if strings.EqualFold(h, host) {
-			return true
-		}
-	}
-	return false
-}
-
-func (u *UI) originOK(origin, host string) bool {
-	o, err := url.Parse(origin)
-	return err == nil && (o.Scheme == "http" || o.Scheme == "https") && o.Path == "" && strings.EqualFold(o.Host, host)
 }
 
 // LoopbackHosts are the Host values a browser sends to a server bound to
