@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/oauth"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
@@ -57,8 +58,12 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 
 // HTTPOptions are what ServeHTTP needs beyond the configuration.
 type HTTPOptions struct {
-	// Tokens are the agents' tokens (tokens.Open of --auth-tokens).
+	// Tokens are the agents' tokens (tokens.Open of --auth-tokens); nil
+	// with OAuth alone.
 	Tokens *tokens.Set
+	// OAuth checks access tokens of --oauth-issuer (nil: none). ServeHTTP
+	// runs its discovery and serves its RFC 9728 metadata.
+	OAuth *oauth.Resource
 	// Mount adds handlers beside /mcp, by net/http ServeMux pattern (such
 	// as "/ui/"), behind the same Host, Origin and token checks; AgentFrom
 	// of their request's context names the agent.
@@ -120,7 +125,13 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 	for pattern, h := range opt.Public {
 		public.Handle(pattern, h)
 	}
-	g := &guard{s: s, tokens: opt.Tokens, sessions: sessions, next: mux, public: public,
+	if opt.OAuth != nil {
+		for _, p := range opt.OAuth.Paths() {
+			public.Handle(p, opt.OAuth.Handler())
+		}
+		go opt.OAuth.Run(ctx)
+	}
+	g := &guard{s: s, tokens: opt.Tokens, oauth: opt.OAuth, sessions: sessions, next: mux, public: public,
 		hosts: map[string]bool{}, origins: map[string]bool{}, maxBody: int64(cfg.MaxBodyMB) << 20}
 	for _, h := range cfg.AllowedHosts {
 		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
@@ -129,7 +140,7 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 		g.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	httpSrv.Handler = g
-	if tokens.PlatformNote != "" {
+	if tokens.PlatformNote != "" && opt.Tokens != nil {
 		s.log.Warn(tokens.PlatformNote, "auth-tokens", opt.Tokens.Path())
 	}
 
@@ -173,7 +184,8 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 // guard is the HTTP front door.
 type guard struct {
 	s        *Server
-	tokens   *tokens.Set
+	tokens   *tokens.Set     // nil: no static tokens
+	oauth    *oauth.Resource // nil: no OAuth
 	sessions *sessionTable
 	next     http.Handler
 	public   *http.ServeMux // HTTPOptions.Public; nil: none
@@ -215,12 +227,19 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	agent, why := g.authenticate(r)
+	agent, granted, why := g.authenticate(r)
+	if agent == "" && g.oauth != nil {
+		var ok bool
+		if agent, granted, ok = g.authenticateOAuth(w, r); !ok {
+			return
+		}
+	}
 	if agent == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-sqlite-memory"`+why)
 		g.refuse(w, r, http.StatusUnauthorized, "", "a valid token is required: send Authorization: Bearer TOKEN (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)")
 		return
 	}
+	ctx := WithScopes(WithAgent(r.Context(), agent), granted)
 	if r.Method == http.MethodPost && r.Body != nil {
 		body, status := g.readBody(w, r)
 		if status != 0 {
@@ -236,6 +255,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, r, http.StatusServiceUnavailable, agent, fmt.Sprintf("the server has %d sessions open (--max-sessions); end unused ones (DELETE /mcp) or wait for idle ones to expire", g.sessions.max))
 			return
 		}
+		if g.oauth != nil && strings.HasPrefix(agent, oauth.AgentPrefix) && g.refuseScope(ctx, w, body) {
+			return
+		}
 		if names, ok := mcpstdio.ToolCallNames(string(body)); ok {
 			// As over stdio: the standby is nudged before mcp-go parses.
 			g.s.prewake(names)
@@ -244,7 +266,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 		w, r = withBulk(w, r)
 	}
-	g.next.ServeHTTP(w, r.WithContext(WithAgent(r.Context(), agent)))
+	g.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // refuse answers a request the guard turns away, and logs it (at debug:
@@ -280,6 +302,9 @@ func (g *guard) tokenInURL(r *http.Request) bool {
 			if strings.HasPrefix(v, tokens.Prefix) {
 				return true
 			}
+			if g.tokens == nil {
+				continue
+			}
 			if _, ok, _ := g.tokens.Lookup(v); ok {
 				return true
 			}
@@ -288,15 +313,18 @@ func (g *guard) tokenInURL(r *http.Request) bool {
 	return false
 }
 
-// authenticate returns the agent of the request's bearer token, or "" and
-// the WWW-Authenticate error parameter.
-func (g *guard) authenticate(r *http.Request) (agent, why string) {
+// authenticate returns the agent of the request's bearer token and its
+// scopes, or "" and the WWW-Authenticate error parameter.
+func (g *guard) authenticate(r *http.Request) (agent string, granted []string, why string) {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", ""
+		return "", nil, ""
 	}
-	name, found, err := g.tokens.Lookup(strings.TrimSpace(tok))
+	if g.tokens == nil {
+		return "", nil, `, error="invalid_token"`
+	}
+	e, found, err := g.tokens.Find(strings.TrimSpace(tok))
 	if err != nil {
 		// The file became unreadable or unsafe: every token fails until
 		// it is fixed. Said once per distinct problem.
@@ -304,13 +332,13 @@ func (g *guard) authenticate(r *http.Request) (agent, why string) {
 		if old := g.fileErr.Swap(&msg); old == nil || *old != msg {
 			g.s.log.Error("the token file is unusable; every request is refused until it is fixed", "auth-tokens", g.tokens.Path(), "error", msg)
 		}
-		return "", `, error="invalid_token"`
+		return "", nil, `, error="invalid_token"`
 	}
 	g.fileErr.Store(nil)
 	if !found {
-		return "", `, error="invalid_token"`
+		return "", nil, `, error="invalid_token"`
 	}
-	return name, ""
+	return e.Name, e.Scopes, ""
 }
 
 // readBody reads a POST body of at most maxBody bytes within

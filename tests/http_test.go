@@ -31,6 +31,7 @@ type httpServer struct {
 	addr   string // 127.0.0.1:PORT
 	tokens string // the token file
 	token  map[string]string
+	listen string // --http's address; "" is 127.0.0.1:0
 	cmd    *exec.Cmd
 	log    *lockedBuffer
 	done   chan struct{} // closed when the process has exited
@@ -65,7 +66,11 @@ func startHTTP(t testing.TB, db string, agents []string, flags ...string) *httpS
 func (h *httpServer) start(flags ...string) {
 	t := h.t
 	t.Helper()
-	args := append([]string{"--db", h.db, "--http", "127.0.0.1:0", "--auth-tokens", h.tokens}, flags...)
+	listen := h.listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	args := append([]string{"--db", h.db, "--http", listen, "--auth-tokens", h.tokens}, flags...)
 	h.cmd = exec.Command(serverBin, args...)
 	h.log = &lockedBuffer{}
 	pr, pw := io.Pipe()

@@ -49,3 +49,9 @@ func (r *Resource) Handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(doc)
 	})
 }
+
+// Issuer is --oauth-issuer.
+func (r *Resource) Issuer() string { return r.cfg.Issuer }
+
+// ResourceURL is --resource.
+func (r *Resource) ResourceURL() string { return r.cfg.Resource }

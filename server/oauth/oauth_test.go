@@ -34,7 +34,7 @@ type issuer struct {
 	jwksFetch  atomic.Int32
 	introCalls atomic.Int32
 	jwks       func(w http.ResponseWriter) // nil: the two public keys
-	active     map[string]map[string]any  // opaque token -> introspection answer
+	active     map[string]map[string]any   // opaque token -> introspection answer
 }
 
 func newIssuer(t *testing.T) *issuer {
