@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,9 @@ func freePort(t testing.TB) int {
 // for other, a second resource indicator).
 func startAuthServer(t *testing.T, resource, other string) *authServer {
 	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the OAuth tests run node-oidc-provider on Linux")
+	}
 	dir := os.Getenv(oidcProviderEnv)
 	if dir == "" {
 		t.Skip(oidcProviderEnv + " is not set: the OAuth tests need node-oidc-provider; get it with: export " + oidcProviderEnv + "=\"$(scripts/oidc-provider.sh)\"")
@@ -473,5 +477,123 @@ func TestStaticTokenScopes(t *testing.T) {
 	list, _ := exec.Command(serverBin, "token", "list", "--auth-tokens", tokensFile).Output()
 	if !strings.Contains(string(list), "reviewer  memory:read,memory:write  ") {
 		t.Fatalf("token list:\n%s", list)
+	}
+}
+
+// fakeIssuer is an authorization server of the test's own making, for
+// what a real one would not do: a JWKS that hangs or answers 50 MB.
+func fakeIssuer(t *testing.T, l net.Listener, key *rsa.PrivateKey, jwks func(w http.ResponseWriter, r *http.Request)) string {
+	t.Helper()
+	base := "http://" + l.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": base, "jwks_uri": base + "/jwks"})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		if jwks != nil {
+			jwks(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	})
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return base
+}
+
+// TestOAuthIssuerBounds: an issuer that cannot be reached at start does
+// not stop the server (static tokens work, OAuth tokens get 503 with
+// Retry-After), and once it answers the server reads it on its own; a
+// JWKS that hangs or answers 50 MB is cut off by the server's bounds.
+func TestOAuthIssuerBounds(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("the OAuth tests run node-oidc-provider on Linux")
+	}
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	sign := func(issuer, resource string) string {
+		s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+		tok, _ := jwt.Signed(s).Claims(map[string]any{"iss": issuer, "aud": resource, "exp": time.Now().Add(time.Hour).Unix(), "client_id": "late", "scope": "memory:read"}).Serialize()
+		return tok
+	}
+
+	t.Run("unreachable at start", func(t *testing.T) {
+		t.Parallel()
+		issuerPort := freePort(t)
+		issuer := fmt.Sprintf("http://127.0.0.1:%d", issuerPort)
+		resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
+		u, _ := url.Parse(resource)
+		db := newDB(t)
+		h := &httpServer{t: t, db: db, tokens: filepath.Join(filepath.Dir(db), "tokens"), token: map[string]string{}, listen: u.Host}
+		h.token["static"] = addToken(t, h.tokens, "static")
+		h.start("--oauth-issuer", issuer, "--resource", resource)
+		if !waitFor(30*time.Second, func() bool { return strings.Contains(h.log.String(), "cannot read the authorization server's metadata") }) {
+			t.Fatalf("no warning about the issuer:\n%s", h.log.String())
+		}
+		h.connect(t, "static", false).ok("read_query", q("SELECT 1"))
+		tok := sign(issuer, resource)
+		status, hdr, _ := h.rawRequest(t, "POST", "/mcp", map[string]string{"Authorization": "Bearer " + tok}, initializeBody)
+		if status != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(hdr.Get("WWW-Authenticate"), "resource_metadata=") {
+			t.Fatalf("an OAuth token before the issuer answers: %d %v", status, hdr)
+		}
+		// The issuer comes up; the server's retries find it.
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", issuerPort))
+		if err != nil {
+			t.Skipf("the issuer's port was taken meanwhile: %v", err)
+		}
+		fakeIssuer(t, l, key, nil)
+		if !waitFor(90*time.Second, func() bool { return strings.Contains(h.log.String(), "metadata is read") }) {
+			t.Fatalf("the server did not retry:\n%s", h.log.String())
+		}
+		h.token["late"] = tok
+		s := h.connect(t, "late", false)
+		if got := sortedList(toolNames(t, s)); got != readTools {
+			t.Fatalf("tools: %s", got)
+		}
+	})
+
+	for _, tc := range []struct {
+		name, log string
+		jwks      func(w http.ResponseWriter, r *http.Request)
+	}{
+		{"a JWKS that hangs", "Client.Timeout", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		{"a JWKS of 50 MB", "answered more than 1048576 bytes", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, `{"keys":[{"kty":"RSA","n":"`)
+			chunk := strings.Repeat("A", 1<<20)
+			for range 50 {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			issuer := fakeIssuer(t, l, key, tc.jwks)
+			resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
+			u, _ := url.Parse(resource)
+			db := newDB(t)
+			h := &httpServer{t: t, db: db, tokens: filepath.Join(filepath.Dir(db), "tokens"), token: map[string]string{}, listen: u.Host}
+			h.token["static"] = addToken(t, h.tokens, "static")
+			h.start("--oauth-issuer", issuer, "--resource", resource)
+			// While the fetch is stuck or refused, the server serves.
+			h.connect(t, "static", false).ok("read_query", q("SELECT 1"))
+			if status, _, body := h.rawRequest(t, "GET", "/healthz", nil, ""); status != 200 || body != "ok" {
+				t.Fatalf("healthz: %d %s", status, body)
+			}
+			if !waitFor(60*time.Second, func() bool { return strings.Contains(h.log.String(), tc.log) }) {
+				t.Fatalf("no %q in the log:\n%s", tc.log, h.log.String())
+			}
+			status, _, _ := h.rawRequest(t, "POST", "/mcp", map[string]string{"Authorization": "Bearer " + sign(issuer, resource)}, initializeBody)
+			if status != 503 {
+				t.Fatalf("an OAuth token with no usable JWKS: %d, want 503", status)
+			}
+			h.connect(t, "static", true).ok("read_query", q("SELECT 2"))
+		})
 	}
 }
