@@ -528,7 +528,9 @@ func TestOAuthIssuerBounds(t *testing.T) {
 		h := &httpServer{t: t, db: db, tokens: filepath.Join(filepath.Dir(db), "tokens"), token: map[string]string{}, listen: u.Host}
 		h.token["static"] = addToken(t, h.tokens, "static")
 		h.start("--oauth-issuer", issuer, "--resource", resource)
-		if !waitFor(30*time.Second, func() bool { return strings.Contains(h.log.String(), "cannot read the authorization server's metadata") }) {
+		if !waitFor(30*time.Second, func() bool {
+			return strings.Contains(h.log.String(), "cannot read the authorization server's metadata")
+		}) {
 			t.Fatalf("no warning about the issuer:\n%s", h.log.String())
 		}
 		h.connect(t, "static", false).ok("read_query", q("SELECT 1"))
