@@ -397,6 +397,12 @@ func TestHTTPStartRefusals(t *testing.T) {
 	if code, msg := run("--db", db, "--http", "127.0.0.1:0"); code != 2 || !strings.Contains(msg, "token add NAME --auth-tokens FILE") {
 		t.Fatalf("--http without --auth-tokens: exit %d, %s", code, msg)
 	}
+	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com"); code != 2 || !strings.Contains(msg, "--oauth-issuer needs --resource URL") {
+		t.Fatalf("--oauth-issuer without --resource: exit %d, %s", code, msg)
+	}
+	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp", "--oauth-introspection-secret", filepath.Join(dir, "none")); code != 2 || !strings.Contains(msg, "--oauth-introspection-secret") {
+		t.Fatalf("a missing introspection secret: exit %d, %s", code, msg)
+	}
 	if code, msg := run("--db", db, "--http", "0.0.0.0:0", "--auth-tokens", tokens); code != 2 || !strings.Contains(msg, "--allowed-hosts") {
 		t.Fatalf("--http 0.0.0.0 without --allowed-hosts: exit %d, %s", code, msg)
 	}
