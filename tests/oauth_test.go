@@ -12,10 +12,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -597,5 +600,119 @@ func TestOAuthIssuerBounds(t *testing.T) {
 			}
 			h.connect(t, "static", true).ok("read_query", q("SELECT 2"))
 		})
+	}
+}
+
+// signIn drives oidc-provider's login and consent pages as a person
+// would, from the authorization URL to the redirect that carries the
+// code, and returns the code.
+func signIn(t *testing.T, authURL, redirectURI, state string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	formAction := regexp.MustCompile(`<form[^>]*action="([^"]+)"[^>]*>\s*<input type="hidden" name="prompt" value="(login|consent)"`)
+	next, method, form := authURL, "GET", url.Values(nil)
+	for range 12 {
+		var resp *http.Response
+		var err error
+		if method == "GET" {
+			resp, err = hc.Get(next)
+		} else {
+			resp, err = hc.PostForm(next, form)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); loc != "" {
+			u, _ := resp.Request.URL.Parse(loc)
+			if strings.HasPrefix(u.String(), redirectURI) {
+				if e := u.Query().Get("error"); e != "" {
+					t.Fatalf("the authorization server refused: %s: %s", e, u.Query().Get("error_description"))
+				}
+				if u.Query().Get("state") != state {
+					t.Fatalf("state %q, want %q", u.Query().Get("state"), state)
+				}
+				return u.Query().Get("code")
+			}
+			next, method = u.String(), "GET"
+			continue
+		}
+		m := formAction.FindStringSubmatch(string(body))
+		if m == nil {
+			t.Fatalf("%s %s: %s, no login or consent form:\n%s", method, next, resp.Status, body)
+		}
+		u, _ := resp.Request.URL.Parse(m[1])
+		next, method = u.String(), "POST"
+		form = url.Values{"prompt": {m[2]}}
+		if m[2] == "login" {
+			form.Set("login", "alice")
+			form.Set("password", "any")
+		}
+	}
+	t.Fatal("no code after 12 steps")
+	return ""
+}
+
+// TestOAuthAuthorizationCodePKCE: mcp-go's own OAuth client, as a host
+// that signs a person in: its initialize meets the 401, it finds the
+// authorization server through the RFC 9728 metadata, the person signs
+// in and consents (the test drives oidc-provider's pages), the code is
+// traded with PKCE for a token bound to --resource, and the client calls
+// tools within the scopes it asked for.
+func TestOAuthAuthorizationCodePKCE(t *testing.T) {
+	t.Parallel()
+	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
+	as := startAuthServer(t, resource, "https://other.example.com/mcp")
+	db := newDB(t)
+	m := startOAuthMemory(t, db, resource, as.issuer)
+	const redirectURI = "http://127.0.0.1:1/callback"
+	c, err := client.NewOAuthStreamableHttpClient(m.url, client.OAuthConfig{
+		ClientID: "desktop", RedirectURI: redirectURI, Scopes: []string{"memory:read", "memory:write"},
+		PKCEEnabled: true, TokenStore: client.NewMemoryTokenStore(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-oauth", Version: "1"}
+	_, err = c.Initialize(ctx, init)
+	if !client.IsOAuthAuthorizationRequiredError(err) {
+		t.Fatalf("initialize without a token: %v, want authorization required", err)
+	}
+	handler := client.GetOAuthHandler(err)
+	verifier, _ := client.GenerateCodeVerifier()
+	state, _ := client.GenerateState()
+	authURL, err := handler.GetAuthorizationURL(ctx, state, client.GenerateCodeChallenge(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != resource || !strings.HasPrefix(authURL, as.issuer) {
+		t.Fatalf("authorization URL %s: want the issuer's, with resource=%s", authURL, resource)
+	}
+	code := signIn(t, authURL, redirectURI, state)
+	if err := handler.ProcessAuthorizationResponse(ctx, code, state, verifier); err != nil {
+		t.Fatalf("code for token: %v\n%s", err, tail(m.log.String(), 2000))
+	}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize with the token: %v\n%s", err, tail(m.log.String(), 2000))
+	}
+	s := &session{t: t, c: c, db: db, cmd: m.cmd}
+	if got := sortedList(toolNames(t, s)); got != "append_event,checkpoint,create_view,describe_table,get_resume_context,get_schema,list_tables,read_query,search_text,snapshot,verify_chain,write_query" {
+		t.Fatalf("tools for memory:read and memory:write: %s", got)
+	}
+	s.ok("append_event", map[string]any{"content": "signed in as a person"})
+	s.audited(db)
+	var session string
+	if err := openDirect(t, db).QueryRow(`SELECT session FROM memory_events ORDER BY id DESC LIMIT 1`).Scan(&session); err != nil || !strings.HasSuffix(session, "@oauth:desktop") {
+		t.Fatalf("the event's session %q (%v), want ...@oauth:desktop", session, err)
 	}
 }
