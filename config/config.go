@@ -434,7 +434,7 @@ Usage:
   mcp-sqlite-memory ui --db PATH [--addr A]      the person's read-only web view on a loopback address
   mcp-sqlite-memory eval --scripted | --model M  the analytics evaluation over the readonly profile
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
-  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (also list, revoke NAME)
+  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (--scopes; also list, scopes NAME LIST, revoke NAME)
   mcp-sqlite-memory version                      print the version (also --version)
   mcp-sqlite-memory help SUBCOMMAND              a subcommand's flags and examples (also SUBCOMMAND --help)
 
