@@ -299,7 +299,7 @@ func (g *guard) tokenInURL(r *http.Request) bool {
 			return true
 		}
 		for _, v := range vs {
-			if strings.HasPrefix(v, tokens.Prefix) {
+			if strings.HasPrefix(v, tokens.Prefix) || looksLikeJWT(v) {
 				return true
 			}
 			if g.tokens == nil {

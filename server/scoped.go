@@ -140,3 +140,10 @@ func (g *guard) authenticateOAuth(w http.ResponseWriter, r *http.Request) (agent
 	g.refuse(w, r, res.Status, "", msg)
 	return "", nil, false
 }
+
+// looksLikeJWT tells a query value shaped like a signed JWT (a base64url
+// JSON header starting `{"`, and two more parts): an access token in the
+// URL.
+func looksLikeJWT(v string) bool {
+	return strings.HasPrefix(v, "eyJ") && strings.Count(v, ".") == 2
+}

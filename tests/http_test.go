@@ -70,7 +70,11 @@ func (h *httpServer) start(flags ...string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	args := append([]string{"--db", h.db, "--http", listen, "--auth-tokens", h.tokens}, flags...)
+	args := []string{"--db", h.db, "--http", listen}
+	if h.tokens != "" {
+		args = append(args, "--auth-tokens", h.tokens)
+	}
+	args = append(args, flags...)
 	h.cmd = exec.Command(serverBin, args...)
 	h.log = &lockedBuffer{}
 	pr, pw := io.Pipe()

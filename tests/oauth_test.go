@@ -126,9 +126,18 @@ type oauthMemory struct {
 
 func startOAuthMemory(t *testing.T, db, resource, issuer string, flags ...string) *oauthMemory {
 	t.Helper()
+	return startOAuthServer(t, db, resource, issuer, true, flags...)
+}
+
+// startOAuthServer is startOAuthMemory, with static tokens or OAuth alone.
+func startOAuthServer(t *testing.T, db, resource, issuer string, static bool, flags ...string) *oauthMemory {
+	t.Helper()
 	u, _ := url.Parse(resource)
-	h := &httpServer{t: t, db: db, tokens: filepath.Join(filepath.Dir(db), "tokens"), token: map[string]string{}, listen: u.Host}
-	h.token["static"] = addToken(t, h.tokens, "static")
+	h := &httpServer{t: t, db: db, token: map[string]string{}, listen: u.Host}
+	if static {
+		h.tokens = filepath.Join(filepath.Dir(db), "tokens")
+		h.token["static"] = addToken(t, h.tokens, "static")
+	}
 	h.start(append([]string{"--oauth-issuer", issuer, "--resource", resource}, flags...)...)
 	// Until the issuer's metadata is read, OAuth tokens get 503.
 	if !waitFor(30*time.Second, func() bool { return strings.Contains(h.log.String(), "metadata is read") }) {
@@ -370,6 +379,7 @@ func TestOAuthRefusals(t *testing.T) {
 		{"HMAC signed with the public key", "/mcp", sign(jose.HS256, pubDER, nil), 401, challenge + `, error="invalid_token"`},
 		{"a revoked static token", "/mcp", revoked, 401, challenge + `, error="invalid_token"`},
 		{"a token in the URL", "/mcp?access_token=" + good, "", 400, ""},
+		{"a JWT in any parameter", "/mcp?x=" + good, "", 400, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -655,7 +665,8 @@ func signIn(t *testing.T, authURL, redirectURI, state string) string {
 	return ""
 }
 
-// TestOAuthAuthorizationCodePKCE: mcp-go's own OAuth client, as a host
+// TestOAuthAuthorizationCodePKCE: on a server with OAuth alone (no
+// --auth-tokens), mcp-go's own OAuth client, as a host
 // that signs a person in: its initialize meets the 401, it finds the
 // authorization server through the RFC 9728 metadata, the person signs
 // in and consents (the test drives oidc-provider's pages), the code is
@@ -666,7 +677,8 @@ func TestOAuthAuthorizationCodePKCE(t *testing.T) {
 	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
 	as := startAuthServer(t, resource, "https://other.example.com/mcp")
 	db := newDB(t)
-	m := startOAuthMemory(t, db, resource, as.issuer)
+	// OAuth alone: no --auth-tokens.
+	m := startOAuthServer(t, db, resource, as.issuer, false)
 	const redirectURI = "http://127.0.0.1:1/callback"
 	c, err := client.NewOAuthStreamableHttpClient(m.url, client.OAuthConfig{
 		ClientID: "desktop", RedirectURI: redirectURI, Scopes: []string{"memory:read", "memory:write"},
