@@ -307,6 +307,18 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Fatalf("%d of %d audit rows name oauth:writer (%v)", n, w.calls.Load(), err)
 	}
 
+	// The view needs memory:read: the reader's token opens it, a token
+	// with memory:write alone does not.
+	writeOnly := clientCredentials(t, tokenEndpoint, "writer", "writer-secret", "memory:write", resource)
+	for name, c := range map[string]struct {
+		token string
+		want  int
+	}{"reader": {reader, 200}, "write only": {writeOnly, 401}} {
+		if status, _, _ := m.rawRequest(t, "GET", "/ui/", map[string]string{"Authorization": "Bearer " + c.token}, ""); status != c.want {
+			t.Fatalf("/ui/ with the %s token: %d, want %d", name, status, c.want)
+		}
+	}
+
 	// The static token works beside OAuth.
 	st := m.connect(t, "static", false)
 	st.ok("read_query", q("SELECT 1"))

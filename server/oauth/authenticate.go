@@ -117,16 +117,19 @@ func (r *Resource) checkJWT(ctx context.Context, meta *issuerMetadata, token str
 	if len(keys) == 0 {
 		// A key rotated in since the last fetch: fetch again, at most once
 		// a minute, and not while another request fetches.
-		r.mu.Lock()
-		due := r.now().Sub(r.keysAt) >= jwksRefetchEvery
-		r.mu.Unlock()
-		if due && r.fetching.TryLock() {
-			err := r.fetchKeys(ctx, meta.JWKSURI)
-			r.fetching.Unlock()
-			if err != nil {
-				r.cfg.Log.Warn("OAuth: JWKS refetch failed", "error", err)
+		if r.fetching.TryLock() {
+			// Checked under the fetch lock: a request that saw the minute
+			// pass while another fetched does not fetch again.
+			r.mu.Lock()
+			due := r.now().Sub(r.keysAt) >= jwksRefetchEvery
+			r.mu.Unlock()
+			if due {
+				if err := r.fetchKeys(ctx, meta.JWKSURI); err != nil {
+					r.cfg.Log.Warn("OAuth: JWKS refetch failed", "error", err)
+				}
+				keys = r.keysFor(kid)
 			}
-			keys = r.keysFor(kid)
+			r.fetching.Unlock()
 		}
 	}
 	if len(keys) == 0 {

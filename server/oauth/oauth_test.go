@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -311,5 +312,42 @@ func TestDiscoverChecksTheIssuer(t *testing.T) {
 	r, _ := New(Config{Issuer: is.srv.URL + "/", Resource: resource})
 	if err := r.discover(context.Background()); err == nil || !strings.Contains(err.Error(), "names the issuer") {
 		t.Fatalf("discover: %v", err)
+	}
+}
+
+// Requests check tokens at once: known keys, unknown ones (one refetch at
+// a time), opaque ones through the cache. Run under -race by .ci/run.
+func TestConcurrentChecks(t *testing.T) {
+	is := newIssuer(t)
+	is.active["opaque"] = map[string]any{"active": true, "client_id": "ci", "scope": "memory:read", "aud": resource, "exp": time.Now().Add(time.Hour).Unix()}
+	r := is.resource(t, nil)
+	good := is.sign(t, jose.RS256, is.rsaKey, "rsa1", is.claims(nil))
+	unknown := is.sign(t, jose.RS256, is.rsaKey, "rsa7", is.claims(nil))
+	before := is.jwksFetch.Load()
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			tok := []string{good, unknown, "opaque"}[i%3]
+			got := r.Check(context.Background(), tok)
+			if (tok == unknown) != (got.Agent == "") {
+				t.Errorf("%d: %+v", i, got)
+			}
+		})
+	}
+	wg.Wait()
+	// The cache was fresh from discovery: no refetch within the minute.
+	if n := is.jwksFetch.Load() - before; n != 0 {
+		t.Fatalf("%d JWKS fetches for unknown kids within a minute of the last", n)
+	}
+	// A minute later one refetch is allowed, however many ask at once.
+	r.mu.Lock()
+	r.keysAt = time.Now().Add(-2 * jwksRefetchEvery)
+	r.mu.Unlock()
+	for range 8 {
+		wg.Go(func() { r.Check(context.Background(), unknown) })
+	}
+	wg.Wait()
+	if n := is.jwksFetch.Load() - before; n != 1 {
+		t.Fatalf("%d JWKS fetches after the minute, want 1", n)
 	}
 }
