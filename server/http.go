@@ -28,10 +28,12 @@ import (
 
 // MCP over Streamable HTTP (SPEC 11). mcp-go's StreamableHTTPServer speaks
 // both protocol generations at /mcp; in front of it a guard checks, in
-// this order, Host, Origin, a token in the URL, the bearer token, the body
-// size and the session count, and puts the token's agent name in the
-// request's context, where the tool handlers find it (AgentFrom) for the
-// audit row, the memory's session column and the per-agent call limit.
+// this order, Host, Origin, a token in the URL, the bearer token (a static
+// one, else an OAuth access token: scoped.go, package oauth), the body
+// size, the session count and an OAuth agent's scope for a tools/call,
+// and puts the token's agent name and scopes in the request's context,
+// where the tool handlers find them (AgentFrom) for the audit row, the
+// memory's session column, the per-agent call limit and the scope check.
 
 // Bounds of the HTTP server that have no flag.
 const (
