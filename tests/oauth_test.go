@@ -80,7 +80,7 @@ func startAuthServer(t *testing.T, resource, other string) *authServer {
 	jwk, _ := json.Marshal(jose.JSONWebKey{Key: key, KeyID: as.kid, Algorithm: "RS256", Use: "sig"})
 	port := freePort(t)
 	cfg, _ := json.Marshal(map[string]any{"dir": dir, "port": port, "resource": resource, "otherResource": other, "jwk": json.RawMessage(jwk)})
-	cfgFile := filepath.Join(t.TempDir(), "provider.json")
+	cfgFile := filepath.Join(testDir(t), "provider.json")
 	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestOAuthIntrospection(t *testing.T) {
 	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
 	as := startAuthServer(t, resource, "https://other.example.com/mcp")
 	db := newDB(t)
-	secret := filepath.Join(t.TempDir(), "introspection")
+	secret := filepath.Join(testDir(t), "introspection")
 	if err := os.WriteFile(secret, []byte("memory-server:memory-server-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
