@@ -85,7 +85,23 @@ func (r *Resource) Check(ctx context.Context, token string) Result {
 	var granted []string
 	var err error
 	if strings.Count(token, ".") == 2 {
-		agent, granted, err = r.checkJWT(ctx, meta, token)
+		// A host sends the same token with every request: a JWT checked
+		// once is remembered (by its hash) until it expires, at most
+		// CacheMax, which spares a signature check per request.
+		key, now := string(sum(token)), r.now()
+		if c, ok := r.recall(key, now); ok {
+			agent, granted, err = c.agent, c.scopes, c.err
+		} else {
+			var exp time.Time
+			agent, granted, exp, err = r.checkJWT(ctx, meta, token)
+			if err == nil {
+				until := now.Add(r.cfg.CacheMax)
+				if exp.Before(until) {
+					until = exp
+				}
+				r.remember(key, cached{agent: agent, scopes: granted, until: until}, now)
+			}
+		}
 	} else {
 		agent, granted, err = r.introspect(ctx, meta, token)
 	}
@@ -104,13 +120,15 @@ type claims struct {
 	Azp      string `json:"azp"`
 }
 
-func (r *Resource) checkJWT(ctx context.Context, meta *issuerMetadata, token string) (string, []string, error) {
+// checkJWT checks a JWT access token and returns its agent, its scopes
+// and when it expires.
+func (r *Resource) checkJWT(ctx context.Context, meta *issuerMetadata, token string) (agent string, granted []string, exp time.Time, err error) {
 	tok, err := jwt.ParseSigned(token, asymmetric)
 	if err != nil {
-		return "", nil, fmt.Errorf("not a JWT signed with an asymmetric algorithm: %w", err)
+		return "", nil, exp, fmt.Errorf("not a JWT signed with an asymmetric algorithm: %w", err)
 	}
 	if meta.JWKSURI == "" {
-		return "", nil, errors.New("a JWT, but the issuer publishes no jwks_uri")
+		return "", nil, exp, errors.New("a JWT, but the issuer publishes no jwks_uri")
 	}
 	kid := tok.Headers[0].KeyID
 	keys := r.keysFor(kid)
@@ -133,7 +151,7 @@ func (r *Resource) checkJWT(ctx context.Context, meta *issuerMetadata, token str
 		}
 	}
 	if len(keys) == 0 {
-		return "", nil, fmt.Errorf("no key %q in the issuer's JWKS", kid)
+		return "", nil, exp, fmt.Errorf("no key %q in the issuer's JWKS", kid)
 	}
 	var c claims
 	var all map[string]any
@@ -148,22 +166,21 @@ func (r *Resource) checkJWT(ctx context.Context, meta *issuerMetadata, token str
 		}
 	}
 	if !verified {
-		return "", nil, errors.New("the signature does not verify with the issuer's keys")
+		return "", nil, exp, errors.New("the signature does not verify with the issuer's keys")
 	}
 	if c.Expiry == nil {
-		return "", nil, errors.New("the token has no exp")
+		return "", nil, exp, errors.New("the token has no exp")
 	}
 	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: r.cfg.Issuer, Time: r.now()}, clockSkew); err != nil {
-		return "", nil, err
+		return "", nil, exp, err
 	}
 	if !c.Audience.Contains(r.cfg.Resource) {
-		return "", nil, fmt.Errorf("the token's audience %v does not name this resource %s (RFC 8707: ask for a token with resource=%s)", []string(c.Audience), r.cfg.Resource, r.cfg.Resource)
+		return "", nil, exp, fmt.Errorf("the token's audience %v does not name this resource %s (RFC 8707: ask for a token with resource=%s)", []string(c.Audience), r.cfg.Resource, r.cfg.Resource)
 	}
-	agent, err := r.agentOf(all)
-	if err != nil {
-		return "", nil, err
+	if agent, err = r.agentOf(all); err != nil {
+		return "", nil, exp, err
 	}
-	return agent, scopes.Known(scopeList(c.Scope, c.Scp)), nil
+	return agent, scopes.Known(scopeList(c.Scope, c.Scp)), c.Expiry.Time(), nil
 }
 
 // keysFor are the cached keys a token with key id kid may be signed with.
@@ -216,7 +233,8 @@ func (r *Resource) agentOf(all map[string]any) (string, error) {
 	return "", fmt.Errorf("the token has no %s claim to name its agent", strings.Join(names, " or "))
 }
 
-// cached is an introspection answer kept until until.
+// cached is what was found of a token (a checked JWT, an introspection
+// answer), kept until until.
 type cached struct {
 	agent  string
 	scopes []string
@@ -224,8 +242,8 @@ type cached struct {
 	until  time.Time
 }
 
-// maxCached bounds the introspection cache: a flood of made-up tokens
-// empties it rather than growing it.
+// maxCached bounds the cache of checked tokens: a flood of made-up
+// opaque tokens empties it rather than growing it.
 const maxCached = 10000
 
 // introspect asks the issuer about an opaque token (RFC 7662).
@@ -235,12 +253,9 @@ func (r *Resource) introspect(ctx context.Context, meta *issuerMetadata, token s
 	}
 	key := string(sum(token))
 	now := r.now()
-	r.mu.Lock()
-	if c, ok := r.introseen[key]; ok && now.Before(c.until) {
-		r.mu.Unlock()
+	if c, ok := r.recall(key, now); ok {
 		return c.agent, c.scopes, c.err
 	}
-	r.mu.Unlock()
 
 	var answer struct {
 		Active   bool             `json:"active"`
@@ -293,20 +308,35 @@ func (r *Resource) introspect(ctx context.Context, meta *issuerMetadata, token s
 			c.until = answer.Exp.Time()
 		}
 	}
+	r.remember(key, c, now)
+	return c.agent, c.scopes, c.err
+}
+
+// recall is the remembered answer for the token whose hash is key, if it
+// still holds at now.
+func (r *Resource) recall(key string, now time.Time) (cached, bool) {
 	r.mu.Lock()
-	if len(r.introseen) >= maxCached {
-		for k, v := range r.introseen {
+	defer r.mu.Unlock()
+	c, ok := r.seen[key]
+	return c, ok && now.Before(c.until)
+}
+
+// remember keeps an answer; at maxCached answers the expired ones go, and
+// if none had expired, all.
+func (r *Resource) remember(key string, c cached, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen) >= maxCached {
+		for k, v := range r.seen {
 			if !now.Before(v.until) {
-				delete(r.introseen, k)
+				delete(r.seen, k)
 			}
 		}
-		if len(r.introseen) >= maxCached {
-			clear(r.introseen)
+		if len(r.seen) >= maxCached {
+			clear(r.seen)
 		}
 	}
-	r.introseen[key] = c
-	r.mu.Unlock()
-	return c.agent, c.scopes, c.err
+	r.seen[key] = c
 }
 
 func sum(token string) []byte {

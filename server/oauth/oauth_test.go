@@ -351,3 +351,26 @@ func TestConcurrentChecks(t *testing.T) {
 		t.Fatalf("%d JWKS fetches after the minute, want 1", n)
 	}
 }
+
+// A checked JWT is remembered until it expires, at most CacheMax: the
+// next request with it needs no signature check.
+func TestCheckedJWTIsRemembered(t *testing.T) {
+	is := newIssuer(t)
+	r := is.resource(t, nil)
+	tok := is.sign(t, jose.RS256, is.rsaKey, "rsa1", is.claims(nil))
+	if got := r.Check(context.Background(), tok); got.Agent == "" {
+		t.Fatal(got.Why)
+	}
+	// The keys go, at the issuer and in the server's copy.
+	is.jwks = func(w http.ResponseWriter) { _, _ = w.Write([]byte(`{"keys":[]}`)) }
+	r.mu.Lock()
+	r.keys = jose.JSONWebKeySet{}
+	r.mu.Unlock()
+	if got := r.Check(context.Background(), tok); got.Agent != "oauth:reviewer" {
+		t.Fatalf("a checked token was not remembered: %+v", got)
+	}
+	r.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if got := r.Check(context.Background(), tok); got.Agent != "" {
+		t.Fatalf("remembered past CacheMax: %+v", got)
+	}
+}

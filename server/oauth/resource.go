@@ -42,8 +42,8 @@ type Config struct {
 	// introspection endpoint (--oauth-introspection-secret); without them
 	// opaque tokens are refused.
 	ClientID, ClientSecret string
-	// CacheMax bounds how long an introspection answer is reused
-	// (--oauth-cache-s); 0 is 60 seconds.
+	// CacheMax bounds how long a checked JWT or an introspection answer
+	// is reused (--oauth-cache-s); 0 is 60 seconds.
 	CacheMax time.Duration
 	// Log gets what goes wrong with the issuer; nil is silent.
 	Log hclog.Logger
@@ -65,13 +65,13 @@ type Resource struct {
 	metadataURL    string // where Handler answers, named in every 401
 	metadataPrefix string // its scheme and host
 
-	mu        sync.Mutex
-	meta      *issuerMetadata // nil until discovered
-	lastErr   error
-	keys      jose.JSONWebKeySet
-	keysAt    time.Time // the last JWKS fetch, whatever its outcome
-	fetching  sync.Mutex
-	introseen map[string]cached // sha256 of an opaque token -> its answer
+	mu       sync.Mutex
+	meta     *issuerMetadata // nil until discovered
+	lastErr  error
+	keys     jose.JSONWebKeySet
+	keysAt   time.Time // the last JWKS fetch, whatever its outcome
+	fetching sync.Mutex
+	seen     map[string]cached // sha256 of a token -> what was found of it
 }
 
 type issuerMetadata struct {
@@ -94,7 +94,7 @@ func New(cfg Config) (*Resource, error) {
 	if cfg.AgentClaim != "" && !claimName.MatchString(cfg.AgentClaim) {
 		return nil, fmt.Errorf("--oauth-agent-claim %q is not a claim name", cfg.AgentClaim)
 	}
-	r := &Resource{cfg: cfg, client: cfg.Client, now: cfg.Now, maxBytes: cfg.MaxBytes, introseen: map[string]cached{}}
+	r := &Resource{cfg: cfg, client: cfg.Client, now: cfg.Now, maxBytes: cfg.MaxBytes, seen: map[string]cached{}}
 	if r.client == nil {
 		r.client = &http.Client{Timeout: fetchTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
