@@ -107,6 +107,10 @@ func oauthResource(cfg *config.Config, log hclog.Logger) (*oauth.Resource, error
 	c := oauth.Config{Issuer: cfg.OAuthIssuer, Resource: cfg.Resource, AgentClaim: cfg.OAuthAgentClaim,
 		CacheMax: cfg.OAuthCache, Log: log.Named("oauth")}
 	if cfg.OAuthIntrospectSecret != "" {
+		// A secret as private as the token file: 0600, a regular file.
+		if err := tokens.PermProblem(cfg.OAuthIntrospectSecret); err != nil {
+			return nil, &config.UsageError{Msg: "--oauth-introspection-secret: " + err.Error()}
+		}
 		data, err := os.ReadFile(cfg.OAuthIntrospectSecret)
 		if err != nil {
 			return nil, &config.UsageError{Msg: "--oauth-introspection-secret: " + err.Error()}

@@ -407,6 +407,15 @@ func TestHTTPStartRefusals(t *testing.T) {
 	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp", "--oauth-introspection-secret", filepath.Join(dir, "none")); code != 2 || !strings.Contains(msg, "--oauth-introspection-secret") {
 		t.Fatalf("a missing introspection secret: exit %d, %s", code, msg)
 	}
+	if runtime.GOOS != "windows" {
+		secret := filepath.Join(dir, "introspection")
+		if err := os.WriteFile(secret, []byte("memory:s3cret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp", "--oauth-introspection-secret", secret); code != 2 || !strings.Contains(msg, "--oauth-introspection-secret") || !strings.Contains(msg, "chmod") {
+			t.Fatalf("an introspection secret others may read: exit %d, %s", code, msg)
+		}
+	}
 	if code, msg := run("--db", db, "--http", "0.0.0.0:0", "--auth-tokens", tokens); code != 2 || !strings.Contains(msg, "--allowed-hosts") {
 		t.Fatalf("--http 0.0.0.0 without --allowed-hosts: exit %d, %s", code, msg)
 	}
