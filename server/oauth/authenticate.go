@@ -79,7 +79,7 @@ func (r *Resource) Check(ctx context.Context, token string) Result {
 		if lastErr != nil {
 			why += ": " + lastErr.Error()
 		}
-		return Result{Status: http.StatusServiceUnavailable, Challenge: r.Challenge("temporarily_unavailable"), Why: why}
+		return Result{Status: http.StatusServiceUnavailable, Challenge: r.Challenge(""), Why: why}
 	}
 	var agent string
 	var granted []string
