@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -324,15 +325,10 @@ func TestOAuthClientCredentials(t *testing.T) {
 	st.ok("read_query", q("SELECT 1"))
 }
 
+// sortedList sorts a comma-separated list.
 func sortedList(csv string) string {
 	l := strings.Split(csv, ",")
-	for i := range l {
-		for j := i + 1; j < len(l); j++ {
-			if l[j] < l[i] {
-				l[i], l[j] = l[j], l[i]
-			}
-		}
-	}
+	slices.Sort(l)
 	return strings.Join(l, ",")
 }
 
