@@ -5,12 +5,15 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/oauth"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/scopes"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ui"
 )
@@ -18,9 +21,16 @@ import (
 // serveHTTP is --http: the token file and the address are checked before
 // the database is opened, so a bad start leaves nothing behind.
 func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace string) error {
-	set, err := tokens.Open(cfg.AuthTokens)
+	var set *tokens.Set
+	if cfg.AuthTokens != "" {
+		var err error
+		if set, err = tokens.Open(cfg.AuthTokens); err != nil {
+			return &config.UsageError{Msg: "--auth-tokens: " + err.Error()}
+		}
+	}
+	res, err := oauthResource(cfg, log)
 	if err != nil {
-		return &config.UsageError{Msg: "--auth-tokens: " + err.Error()}
+		return err
 	}
 	if cfg.TLSCert != "" {
 		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
@@ -41,12 +51,12 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace 
 		return err
 	}
 	defer done()
-	opt := server.HTTPOptions{Tokens: set}
+	opt := server.HTTPOptions{Tokens: set, OAuth: res}
 	if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.
 		view, err := ui.New(ctx, ui.Options{
 			DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(cfg.DB), Base: "/ui",
-			HostChecked: true, Authorized: tokenHolder(set), Log: log.Named("ui"),
+			HostChecked: true, Authorized: tokenHolder(set, res), Log: log.Named("ui"),
 			Challenge: `Basic realm="mcp-sqlite-memory", charset="UTF-8"`,
 			Refusal:   "refused: sign in with an agent's name and its token as the password (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)",
 		})
@@ -60,11 +70,12 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace 
 	return s.ServeHTTP(ctx, l, opt)
 }
 
-// tokenHolder admits a request that carries a valid token: as a bearer
-// token (a script), or as the password of HTTP Basic, which is what a
-// browser can send once the person typed it (the user name, when given,
-// must be the token's own).
-func tokenHolder(set *tokens.Set) func(*http.Request) bool {
+// tokenHolder admits a request that carries a valid token with the scope
+// memory:read (SPEC 11.2): as a bearer token (a script; an OAuth access
+// token too), or as the password of HTTP Basic, which is what a browser
+// can send once the person typed it (the user name, when given, must be
+// the token's own).
+func tokenHolder(set *tokens.Set, res *oauth.Resource) func(*http.Request) bool {
 	return func(r *http.Request) bool {
 		user, token, basic := r.BasicAuth()
 		if !basic {
@@ -74,7 +85,45 @@ func tokenHolder(set *tokens.Set) func(*http.Request) bool {
 			}
 			token = strings.TrimSpace(value)
 		}
-		name, ok, err := set.Lookup(token)
-		return err == nil && ok && (user == "" || user == name)
+		if set != nil {
+			e, ok, err := set.Find(token)
+			if err == nil && ok {
+				return (user == "" || user == e.Name) && scopes.Has(e.Scopes, scopes.Read)
+			}
+		}
+		if res != nil && !basic && !strings.HasPrefix(token, tokens.Prefix) {
+			got := res.Check(r.Context(), token)
+			return got.Agent != "" && scopes.Has(got.Scopes, scopes.Read)
+		}
+		return false
 	}
+}
+
+// oauthResource is --oauth-issuer's resource server, or nil without it.
+func oauthResource(cfg *config.Config, log hclog.Logger) (*oauth.Resource, error) {
+	if cfg.OAuthIssuer == "" {
+		return nil, nil
+	}
+	c := oauth.Config{Issuer: cfg.OAuthIssuer, Resource: cfg.Resource, AgentClaim: cfg.OAuthAgentClaim,
+		CacheMax: cfg.OAuthCache, Log: log.Named("oauth")}
+	if cfg.OAuthIntrospectSecret != "" {
+		// A secret as private as the token file: 0600, a regular file.
+		if err := tokens.PermProblem(cfg.OAuthIntrospectSecret); err != nil {
+			return nil, &config.UsageError{Msg: "--oauth-introspection-secret: " + err.Error()}
+		}
+		data, err := os.ReadFile(cfg.OAuthIntrospectSecret)
+		if err != nil {
+			return nil, &config.UsageError{Msg: "--oauth-introspection-secret: " + err.Error()}
+		}
+		id, secret, ok := strings.Cut(strings.TrimSpace(string(data)), ":")
+		if !ok || id == "" || secret == "" {
+			return nil, &config.UsageError{Msg: "--oauth-introspection-secret " + cfg.OAuthIntrospectSecret + " must hold one line CLIENT_ID:CLIENT_SECRET (this server's client credentials at the issuer)"}
+		}
+		c.ClientID, c.ClientSecret = id, secret
+	}
+	res, err := oauth.New(c)
+	if err != nil {
+		return nil, &config.UsageError{Msg: err.Error()}
+	}
+	return res, nil
 }

@@ -26,7 +26,17 @@ func TestTokenCommand(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{[]string{"token", "list", "--auth-tokens=" + file}, 0, "alice", ""},
+		{[]string{"token", "list", "--auth-tokens=" + file}, 0, "memory:read,memory:write,memory:destructive  20", ""},
+		{[]string{"token", "add", "reader", "--scopes", "memory:read", "--auth-tokens", file}, 0, "scopes memory:read)", ""},
+		{[]string{"token", "list", "--auth-tokens", file}, 0, "reader  memory:read   ", ""},
+		{[]string{"token", "scopes", "reader", "memory:write,memory:read", "--auth-tokens", file}, 0, "may now use the scopes memory:read,memory:write", ""},
+		{[]string{"token", "list", "--auth-tokens", file}, 0, "reader  memory:read,memory:write", ""},
+		{[]string{"token", "scopes", "reader", "memory:all", "--auth-tokens", file}, 2, "", `unknown scope "memory:all"`},
+		{[]string{"token", "scopes", "nobody", "memory:read", "--auth-tokens", file}, 1, "", `no token for agent "nobody"`},
+		{[]string{"token", "scopes", "reader", "--auth-tokens", file}, 2, "", "takes an agent name and a list"},
+		{[]string{"token", "add", "x", "--scopes", "", "--auth-tokens", file}, 2, "", "no scope given"},
+		{[]string{"token", "list", "--scopes", "memory:read", "--auth-tokens", file}, 2, "", "--scopes goes with token add"},
+		{[]string{"token", "add", "oauth:ci", "--auth-tokens", file}, 2, "", "starts with oauth:"},
 		{[]string{"token", "add", "alice", "--auth-tokens", file}, 1, "", "revoke it first"},
 		{[]string{"token", "add", "a b", "--auth-tokens", file}, 2, "", "must be 1 to 64 letters"},
 		{[]string{"token", "add", "--auth-tokens", file}, 2, "", "takes one agent name"},

@@ -196,8 +196,14 @@ func options() []option {
 			return nil
 		}},
 		// SPEC 11: Streamable HTTP (http.go).
-		stringOption("http", []string{"MCP_SQLITE_HTTP"}, "", "serve MCP over Streamable HTTP at ADDR (host:port) under /mcp instead of stdio; needs --auth-tokens (docs/http.md)", func(c *Config, v string) { c.HTTP = strings.TrimSpace(v) }),
+		stringOption("http", []string{"MCP_SQLITE_HTTP"}, "", "serve MCP over Streamable HTTP at ADDR (host:port) under /mcp instead of stdio; needs --auth-tokens or --oauth-issuer (docs/http.md)", func(c *Config, v string) { c.HTTP = strings.TrimSpace(v) }),
 		stringOption("auth-tokens", []string{"MCP_SQLITE_AUTH_TOKENS"}, "", "the agents' token file for --http (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)", func(c *Config, v string) { c.AuthTokens = v }),
+		// SPEC 11.2: OAuth 2.1 (server/oauth).
+		stringOption("oauth-issuer", []string{"MCP_SQLITE_OAUTH_ISSUER"}, "", "under --http, accept access tokens of this OAuth authorization server (its issuer URL; needs --resource; docs/http.md)", func(c *Config, v string) { c.OAuthIssuer = strings.TrimSpace(v) }),
+		stringOption("resource", []string{"MCP_SQLITE_RESOURCE"}, "", "this server's canonical URL for --oauth-issuer, such as https://memory.example.com/mcp: the audience its tokens must name", func(c *Config, v string) { c.Resource = strings.TrimSpace(v) }),
+		stringOption("oauth-introspection-secret", []string{"MCP_SQLITE_OAUTH_INTROSPECTION_SECRET"}, "", "a file holding CLIENT_ID:CLIENT_SECRET, this server's credentials for the issuer's token introspection (opaque tokens)", func(c *Config, v string) { c.OAuthIntrospectSecret = v }),
+		secondsOption("oauth-cache-s", "MCP_SQLITE_OAUTH_CACHE_S", "60", "seconds a checked access token (a JWT, an introspection answer) is reused at most (never past its expiry)", func(c *Config, d time.Duration) { c.OAuthCache = d }),
+		stringOption("oauth-agent-claim", []string{"MCP_SQLITE_OAUTH_AGENT_CLAIM"}, "", "the access token claim that names the agent (default: client_id, else sub); shown as oauth:NAME", func(c *Config, v string) { c.OAuthAgentClaim = strings.TrimSpace(v) }),
 		listOption("allowed-origins", "MCP_SQLITE_ALLOWED_ORIGINS", "browser Origins allowed under --http, comma-separated (scheme://host[:port]); requests without Origin pass", func(c *Config, l []string) { c.AllowedOrigins = l }),
 		listOption("allowed-hosts", "MCP_SQLITE_ALLOWED_HOSTS", "Host names clients may address under --http, comma-separated (default: the --http host; localhost too for a loopback address)", func(c *Config, l []string) { c.AllowedHosts = l }),
 		intOption("max-calls-per-agent", "MCP_SQLITE_MAX_CALLS_PER_AGENT", "0", "tool calls one agent may have in flight under --http (0: --max-workers)", 0, 4096, func(c *Config, n int) { c.MaxCallsPerAgent = n }),
@@ -431,7 +437,7 @@ Usage:
   mcp-sqlite-memory ui --db PATH [--addr A]      the person's read-only web view on a loopback address
   mcp-sqlite-memory eval --scripted              the analytics tasks, scripted (a model: mcp-sqlite-memory-eval)
   mcp-sqlite-memory worker                       run one worker request from stdin (for fuzzing)
-  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (also list, revoke NAME)
+  mcp-sqlite-memory token add NAME --auth-tokens F  an agent's bearer token for --http (--scopes; also list, scopes NAME LIST, revoke NAME)
   mcp-sqlite-memory version                      print the version (also --version)
   mcp-sqlite-memory help SUBCOMMAND              a subcommand's flags and examples (also SUBCOMMAND --help)
 

@@ -29,6 +29,15 @@ type HTTPConfig struct {
 	MaxBodyMB           int
 	HeaderTimeout       time.Duration
 	ShutdownGrace       time.Duration
+	// OAuth 2.1 resource server (SPEC 11.2): the authorization server's
+	// issuer, this server's canonical URL, the file with the client
+	// credentials for introspection, how long an introspection answer is
+	// reused, and the claim that names the agent.
+	OAuthIssuer           string
+	Resource              string
+	OAuthIntrospectSecret string
+	OAuthCache            time.Duration
+	OAuthAgentClaim       string
 }
 
 func listOption(flagName, env, help string, set func(*Config, []string)) option {
@@ -75,8 +84,17 @@ func (c *Config) checkHTTP() error {
 	if err != nil || port == "" {
 		return &UsageError{fmt.Sprintf("--http %q must be host:port\nTry: --http 127.0.0.1:8765", c.HTTP)}
 	}
-	if c.AuthTokens == "" {
-		return &UsageError{"--http needs --auth-tokens FILE: every agent authenticates with a token of its own\nTry: " + fmt.Sprintf(tokenHint, c.HTTP)}
+	if c.OAuthIssuer != "" && c.Resource == "" {
+		return &UsageError{"--oauth-issuer needs --resource URL: this server's canonical URL, which its access tokens must name as their audience (RFC 8707)\nTry: --resource https://memory.example.com/mcp"}
+	}
+	if c.Resource != "" && c.OAuthIssuer == "" {
+		return &UsageError{"--resource goes with --oauth-issuer URL (the authorization server that issues this server's tokens)"}
+	}
+	if c.OAuthIntrospectSecret != "" && c.OAuthIssuer == "" {
+		return &UsageError{"--oauth-introspection-secret goes with --oauth-issuer URL"}
+	}
+	if c.AuthTokens == "" && c.OAuthIssuer == "" {
+		return &UsageError{"--http needs --auth-tokens FILE or --oauth-issuer URL: every agent authenticates with a token of its own\nTry: " + fmt.Sprintf(tokenHint, c.HTTP)}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return &UsageError{"--tls-cert and --tls-key go together\nTry: --tls-cert cert.pem --tls-key key.pem"}

@@ -14,7 +14,7 @@ func TestHTTPConfig(t *testing.T) {
 		err   string
 		hosts string
 	}{
-		{[]string{"--http", "127.0.0.1:8765"}, "--http needs --auth-tokens", ""},
+		{[]string{"--http", "127.0.0.1:8765"}, "--http needs --auth-tokens FILE or --oauth-issuer URL", ""},
 		{[]string{"--http", "8765", "--auth-tokens", "t"}, "must be host:port", ""},
 		{[]string{"--http", "0.0.0.0:8765", "--auth-tokens", "t"}, "--allowed-hosts", ""},
 		{[]string{"--http", ":8765", "--auth-tokens", "t"}, "--allowed-hosts", ""},
@@ -23,6 +23,10 @@ func TestHTTPConfig(t *testing.T) {
 		{[]string{"--http", "127.0.0.1:1", "--auth-tokens", "t"}, "", "127.0.0.1,localhost,::1"},
 		{[]string{"--http", "0.0.0.0:1", "--auth-tokens", "t", "--allowed-hosts", "a.example, b.example"}, "", "a.example,b.example"},
 		{[]string{"--http", "mem.lan:1", "--auth-tokens", "t"}, "", "mem.lan"},
+		{[]string{"--http", "127.0.0.1:1", "--oauth-issuer", "https://as.example.com"}, "--oauth-issuer needs --resource URL", ""},
+		{[]string{"--http", "127.0.0.1:1", "--resource", "https://m.example.com/mcp", "--auth-tokens", "t"}, "--resource goes with --oauth-issuer", ""},
+		{[]string{"--http", "127.0.0.1:1", "--oauth-introspection-secret", "f", "--auth-tokens", "t"}, "goes with --oauth-issuer", ""},
+		{[]string{"--http", "127.0.0.1:1", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp"}, "", "127.0.0.1,localhost,::1"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

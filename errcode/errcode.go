@@ -45,6 +45,9 @@ const (
 	// (notifications/cancelled) or stopped by shutdown gets no response at
 	// all (MCP).
 	Cancelled Code = "CANCELLED"
+	// Forbidden: the agent's token lacks the scope a tool needs (SPEC
+	// 11.2); over OAuth the HTTP answer is 403 insufficient_scope.
+	Forbidden Code = "FORBIDDEN"
 )
 
 func (c Code) Error() string { return string(c) }

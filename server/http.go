@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/httpguard"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/mcpstdio"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/oauth"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
@@ -25,11 +26,13 @@ import (
 // both protocol generations at /mcp; in front of it the front door
 // (frontDoor), one chain of httpguard checks, checks in this order Host,
 // Origin, a token in the URL, the bearer token, the session a request
-// names (the agent's own; sessions.go), the body (size and time) and the
-// sessions an initialize may open, and puts the token's agent name in
-// the request's context, where the tool handlers find it (AgentFrom) for
-// the audit row, the memory's session column and the per-agent call
-// limit. The listener (httpguard.Listener) keeps connection slots for
+// names (the agent's own; sessions.go), the body (size and time), the
+// sessions an initialize may open and an OAuth agent's scope for a
+// tools/call (scoped.go), and puts the token's agent name and scopes in
+// the request's context, where the tool handlers find them (AgentFrom)
+// for the audit row, the memory's session column, the per-agent call
+// limit and the scope check. The bearer token is a static one
+// (--auth-tokens), else an OAuth access token (package oauth). The listener (httpguard.Listener) keeps connection slots for
 // authenticated clients.
 
 // Bounds of the HTTP server that have no flag.
@@ -53,8 +56,12 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 
 // HTTPOptions are what ServeHTTP needs beyond the configuration.
 type HTTPOptions struct {
-	// Tokens are the agents' tokens (tokens.Open of --auth-tokens).
+	// Tokens are the agents' tokens (tokens.Open of --auth-tokens); nil
+	// with OAuth alone.
 	Tokens *tokens.Set
+	// OAuth checks access tokens of --oauth-issuer (nil: none). ServeHTTP
+	// runs its discovery and serves its RFC 9728 metadata.
+	OAuth *oauth.Resource
 	// Mount adds handlers beside /mcp, by net/http ServeMux pattern (such
 	// as "/ui/"), behind the same Host, Origin and token checks; AgentFrom
 	// of their request's context names the agent.
@@ -116,7 +123,10 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
 	go sessions.sweep(sweepCtx)
-	if tokens.PlatformNote != "" {
+	if opt.OAuth != nil {
+		go opt.OAuth.Run(ctx)
+	}
+	if tokens.PlatformNote != "" && opt.Tokens != nil {
 		s.log.Warn(tokens.PlatformNote, "auth-tokens", opt.Tokens.Path())
 	}
 
@@ -164,7 +174,11 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 // the sessions; a mounted page bounds its body.
 func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable http.Handler) http.Handler {
 	cfg := s.cfg
-	auth := &tokenAuth{s: s, tokens: opt.Tokens}
+	static := &tokenAuth{s: s, tokens: opt.Tokens}
+	auth, authMsg := httpguard.Authenticator(static), "a valid token is required: send Authorization: Bearer TOKEN (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)"
+	if opt.OAuth != nil {
+		auth, authMsg = oauthAuth{static: static, res: opt.OAuth}, ""
+	}
 	maxBody := int64(cfg.MaxBodyMB) << 20
 	body := httpguard.Body(httpguard.BodyLimits{
 		Max: maxBody, Timeout: cfg.BodyTimeout,
@@ -182,17 +196,24 @@ func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable h
 		sessions.owned,
 		body,
 		sessions.capped,
+		s.stepUp(opt.OAuth),
 		withBulkText,
 	))
 	for pattern, h := range opt.Mount {
 		mux.Handle(pattern, httpguard.Chain(h, body))
 	}
 	authed := httpguard.Chain(mux,
-		httpguard.Authenticate(auth, "mcp-sqlite-memory", "a valid token is required: send Authorization: Bearer TOKEN (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)"),
+		httpguard.Authenticate(auth, "mcp-sqlite-memory", authMsg),
+		withScopes,
 	)
 	public := http.NewServeMux()
 	for pattern, h := range opt.Public {
 		public.Handle(pattern, h)
+	}
+	if opt.OAuth != nil {
+		for _, p := range opt.OAuth.Paths() {
+			public.Handle(p, opt.OAuth.Handler())
+		}
 	}
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := public.Handler(r); pattern != "" {
@@ -210,7 +231,7 @@ func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable h
 		httpguard.Origin(httpguard.AllowedOrigins(cfg.AllowedOrigins), func(origin string) string {
 			return fmt.Sprintf("Origin %q is not allowed; a browser page may reach this server only from an origin in --allowed-origins", origin)
 		}),
-		httpguard.NoCredentialsInURL(auth.isToken, "a token in the URL is refused (URLs end up in logs and histories; revoke that token if it was real): send it as the header Authorization: Bearer TOKEN"),
+		httpguard.NoCredentialsInURL(static.isToken, "a token in the URL is refused (URLs end up in logs and histories; revoke that token if it was real): send it as the header Authorization: Bearer TOKEN"),
 	)
 	return withHealthz(checked)
 }
@@ -264,7 +285,10 @@ func (a *tokenAuth) Authenticate(r *http.Request) (httpguard.Identity, *httpguar
 	if !ok {
 		return httpguard.Identity{}, &httpguard.Refusal{}
 	}
-	name, found, err := a.tokens.Lookup(tok)
+	if a.tokens == nil {
+		return httpguard.Identity{}, invalidToken
+	}
+	e, found, err := a.tokens.Find(tok)
 	if err != nil {
 		// The file became unreadable or unsafe: every token fails until
 		// it is fixed. Said once per distinct problem.
@@ -278,13 +302,16 @@ func (a *tokenAuth) Authenticate(r *http.Request) (httpguard.Identity, *httpguar
 	if !found {
 		return httpguard.Identity{}, invalidToken
 	}
-	return httpguard.Identity{Agent: name}, nil
+	return httpguard.Identity{Agent: e.Name, Scopes: e.Scopes}, nil
 }
 
 // isToken tells a value that is, or looks like, one of the tokens.
 func (a *tokenAuth) isToken(v string) bool {
-	if strings.HasPrefix(v, tokens.Prefix) {
+	if strings.HasPrefix(v, tokens.Prefix) || looksLikeJWT(v) {
 		return true
+	}
+	if a.tokens == nil {
+		return false
 	}
 	_, ok, _ := a.tokens.Lookup(v)
 	return ok

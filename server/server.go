@@ -211,11 +211,11 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 
 	if cfg.Profile == config.ProfileReadonly {
 		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version(),
-			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(readonlyInstructions))
+			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(readonlyInstructions), mcpserver.WithHooks(scopeHooks()))
 		s.registerReadonly()
 	} else {
 		s.mcp = mcpserver.NewMCPServer("mcp-sqlite-memory", Version(),
-			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(memoryInstructions))
+			mcpserver.WithToolCapabilities(false), mcpserver.WithInstructions(memoryInstructions), mcpserver.WithHooks(scopeHooks()))
 		s.registerMemory()
 	}
 	log.Info("serving", "db", abs, "profile", cfg.Profile, "session", s.session, "worker", workerPath)
@@ -361,6 +361,10 @@ const (
 func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolHandlerFunc {
 	return func(reqCtx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
+		if scope := missingScope(reqCtx, tool); scope != "" {
+			// The token's scopes do not allow this tool (SPEC 11.2).
+			return mcp.NewToolResultError(s.auditForbidden(reqCtx, tool, scope).Error()), nil
+		}
 		c := &call{detail: map[string]any{}, agent: AgentFrom(reqCtx)}
 		if c.agent != "" {
 			c.detail["agent"] = c.agent

@@ -31,6 +31,7 @@ type httpServer struct {
 	addr   string // 127.0.0.1:PORT
 	tokens string // the token file
 	token  map[string]string
+	listen string // --http's address; "" is 127.0.0.1:0
 	cmd    *exec.Cmd
 	log    *lockedBuffer
 	done   chan struct{} // closed when the process has exited
@@ -65,7 +66,15 @@ func startHTTP(t testing.TB, db string, agents []string, flags ...string) *httpS
 func (h *httpServer) start(flags ...string) {
 	t := h.t
 	t.Helper()
-	args := append([]string{"--db", h.db, "--http", "127.0.0.1:0", "--auth-tokens", h.tokens}, flags...)
+	listen := h.listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	args := []string{"--db", h.db, "--http", listen}
+	if h.tokens != "" {
+		args = append(args, "--auth-tokens", h.tokens)
+	}
+	args = append(args, flags...)
 	h.cmd = exec.Command(serverBin, args...)
 	h.log = &lockedBuffer{}
 	pr, pw := io.Pipe()
@@ -391,6 +400,21 @@ func TestHTTPStartRefusals(t *testing.T) {
 	}
 	if code, msg := run("--db", db, "--http", "127.0.0.1:0"); code != 2 || !strings.Contains(msg, "token add NAME --auth-tokens FILE") {
 		t.Fatalf("--http without --auth-tokens: exit %d, %s", code, msg)
+	}
+	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com"); code != 2 || !strings.Contains(msg, "--oauth-issuer needs --resource URL") {
+		t.Fatalf("--oauth-issuer without --resource: exit %d, %s", code, msg)
+	}
+	if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp", "--oauth-introspection-secret", filepath.Join(dir, "none")); code != 2 || !strings.Contains(msg, "--oauth-introspection-secret") {
+		t.Fatalf("a missing introspection secret: exit %d, %s", code, msg)
+	}
+	if runtime.GOOS != "windows" {
+		secret := filepath.Join(dir, "introspection")
+		if err := os.WriteFile(secret, []byte("memory:s3cret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, msg := run("--db", db, "--http", "127.0.0.1:0", "--oauth-issuer", "https://as.example.com", "--resource", "https://m.example.com/mcp", "--oauth-introspection-secret", secret); code != 2 || !strings.Contains(msg, "--oauth-introspection-secret") || !strings.Contains(msg, "chmod") {
+			t.Fatalf("an introspection secret others may read: exit %d, %s", code, msg)
+		}
 	}
 	if code, msg := run("--db", db, "--http", "0.0.0.0:0", "--auth-tokens", tokens); code != 2 || !strings.Contains(msg, "--allowed-hosts") {
 		t.Fatalf("--http 0.0.0.0 without --allowed-hosts: exit %d, %s", code, msg)

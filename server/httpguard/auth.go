@@ -31,11 +31,15 @@ func IdentityFrom(ctx context.Context) Identity {
 // WWW-Authenticate challenge (RFC 6750: error, error_description, scope;
 // RFC 9728: resource_metadata), the status (401 when 0; 403 for
 // insufficient_scope) and the text of the answer ("" for the
-// middleware's own).
+// middleware's own). Challenge, when set, is the whole WWW-Authenticate value, used as it
+// is (an OAuth resource server's); Header adds response headers (such as
+// Retry-After).
 type Refusal struct {
-	Status  int
-	Params  [][2]string
-	Message string
+	Status    int
+	Params    [][2]string
+	Message   string
+	Challenge string
+	Header    [][2]string
 }
 
 // Authenticator decides who sent a request, from its headers only. It
@@ -108,7 +112,14 @@ func Authenticate(a Authenticator, realm, msg string) Middleware {
 				if status == 0 {
 					status = http.StatusUnauthorized
 				}
-				w.Header().Set("WWW-Authenticate", challenge(realm, no.Params))
+				c := no.Challenge
+				if c == "" {
+					c = challenge(realm, no.Params)
+				}
+				w.Header().Set("WWW-Authenticate", c)
+				for _, h := range no.Header {
+					w.Header().Set(h[0], h[1])
+				}
 				text := no.Message
 				if text == "" {
 					text = msg

@@ -2,12 +2,15 @@
 // one file: for each agent its name, the SHA-256 of its token and when it
 // was made. The token itself is shown once, by Add, and never stored.
 //
-// The file is a text file, one token a line ("name sha256hex created"),
+// The file is a text file, one token a line ("name sha256hex created
+// [scopes]"; a line without scopes has all three, as every token had
+// before scopes, and a token with all three is written without them, so
+// that older servers keep reading the file),
 // written whole under a temporary name and renamed, mode 0600. A Set
 // re-reads it when it changes, so a revoked token stops working without a
 // restart; a file that others may read or write is refused.
 //
-// Imports: nothing of the project.
+// Imports: server/scopes.
 package tokens
 
 import (
@@ -23,10 +26,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/scopes"
 )
 
 // Entry is one agent's token as the file keeps it.
@@ -34,6 +40,9 @@ type Entry struct {
 	Name    string
 	Hash    [sha256.Size]byte
 	Created time.Time
+	// Scopes are what the token may do (package scopes), in scopes.All's
+	// order.
+	Scopes []string
 }
 
 // Prefix starts every token, so that a leaked one is easy to recognise
@@ -83,8 +92,8 @@ func parse(data []byte, path string) ([]Entry, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s line %d: want \"name sha256 created\", got %d fields", path, n, len(f))
+		if len(f) != 3 && len(f) != 4 {
+			return nil, fmt.Errorf("%s line %d: want \"name sha256 created [scopes]\", got %d fields", path, n, len(f))
 		}
 		var e Entry
 		e.Name = f[0]
@@ -98,6 +107,12 @@ func parse(data []byte, path string) ([]Entry, error) {
 		copy(e.Hash[:], h)
 		if e.Created, err = time.Parse(time.RFC3339, f[2]); err != nil {
 			return nil, fmt.Errorf("%s line %d: bad creation time %q", path, n, f[2])
+		}
+		e.Scopes = scopes.All
+		if len(f) == 4 {
+			if e.Scopes, err = scopes.Parse(f[3]); err != nil {
+				return nil, fmt.Errorf("%s line %d: %v", path, n, err)
+			}
 		}
 		if seen[e.Name] {
 			return nil, fmt.Errorf("%s line %d: agent %q appears twice", path, n, e.Name)
@@ -114,7 +129,11 @@ func write(path string, entries []Entry) error {
 	var b strings.Builder
 	b.WriteString(header)
 	for _, e := range entries {
-		fmt.Fprintf(&b, "%s %s %s\n", e.Name, hex.EncodeToString(e.Hash[:]), e.Created.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "%s %s %s", e.Name, hex.EncodeToString(e.Hash[:]), e.Created.UTC().Format(time.RFC3339))
+		if e.Scopes != nil && !slices.Equal(e.Scopes, scopes.All) {
+			b.WriteString(" " + strings.Join(e.Scopes, ","))
+		}
+		b.WriteString("\n")
 	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -144,6 +163,16 @@ func write(path string, entries []Entry) error {
 // Add makes a new random token for name, stores its hash and returns it.
 // A name already present is refused: revoke it first.
 func Add(path, name string, now time.Time) (string, error) {
+	return AddScoped(path, name, scopes.All, now)
+}
+
+// AddScoped is Add for a token that may do only what granted allows
+// (scopes.Parse's result).
+func AddScoped(path, name string, granted []string, now time.Time) (string, error) {
+	granted = scopes.Known(granted)
+	if len(granted) == 0 {
+		return "", fmt.Errorf("a token needs at least one of the scopes %s", strings.Join(scopes.All, ", "))
+	}
 	if err := CheckName(name); err != nil {
 		return "", err
 	}
@@ -164,7 +193,7 @@ func Add(path, name string, now time.Time) (string, error) {
 		return "", err
 	}
 	token := Prefix + base64.RawURLEncoding.EncodeToString(raw[:])
-	entries = append(entries, Entry{Name: name, Hash: Hash(token), Created: now.UTC().Truncate(time.Second)})
+	entries = append(entries, Entry{Name: name, Hash: Hash(token), Created: now.UTC().Truncate(time.Second), Scopes: granted})
 	if err := write(path, entries); err != nil {
 		return "", err
 	}
@@ -187,6 +216,29 @@ func Revoke(path, name string) (bool, error) {
 		return false, nil
 	}
 	return true, write(path, kept)
+}
+
+// SetScopes changes what name's token may do. It reports whether there
+// was one. A running server sees the change at its next request.
+func SetScopes(path, name string, granted []string) (bool, error) {
+	granted = scopes.Known(granted)
+	if len(granted) == 0 {
+		return false, fmt.Errorf("a token needs at least one of the scopes %s", strings.Join(scopes.All, ", "))
+	}
+	if err := PermProblem(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	entries, err := Read(path)
+	if err != nil {
+		return false, err
+	}
+	for i := range entries {
+		if entries[i].Name == name {
+			entries[i].Scopes = granted
+			return true, write(path, entries)
+		}
+	}
+	return false, nil
 }
 
 // List returns the entries sorted by name.
@@ -280,13 +332,19 @@ func (s *Set) reload() error {
 // lookup (err says why) until it is fixed. The comparison of hashes is in
 // constant time and visits every entry.
 func (s *Set) Lookup(token string) (name string, ok bool, err error) {
+	e, ok, err := s.Find(token)
+	return e.Name, ok, err
+}
+
+// Find is Lookup returning the whole entry (the token's scopes too).
+func (s *Set) Find(token string) (e Entry, ok bool, err error) {
 	h := Hash(token)
 	s.mu.Lock()
 	reloadErr := s.reload()
 	entries := s.entries
 	s.mu.Unlock()
 	if reloadErr != nil {
-		return "", false, reloadErr
+		return Entry{}, false, reloadErr
 	}
 	found := -1
 	for i := range entries {
@@ -295,7 +353,7 @@ func (s *Set) Lookup(token string) (name string, ok bool, err error) {
 		}
 	}
 	if found < 0 {
-		return "", false, nil
+		return Entry{}, false, nil
 	}
-	return entries[found].Name, true, nil
+	return entries[found], true, nil
 }
