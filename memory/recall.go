@@ -41,23 +41,48 @@ func (e *RecallTimeoutError) Error() string {
 // space, the same word twice is searched once, and more than
 // MaxRecallTerms words are ErrTooManyTerms.
 func RecallQuery(q string) (string, error) {
+	terms, err := recallTerms(q)
+	if err != nil {
+		return "", err
+	}
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.fts()
+	}
+	return strings.Join(out, " OR "), nil
+}
+
+// recallTerm is one word or phrase of a recall query.
+type recallTerm struct {
+	text           string
+	prefix, phrase bool
+}
+
+// fts is the term as a quoted FTS5 string.
+func (t recallTerm) fts() string {
+	q := `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
+	if t.prefix {
+		q += "*"
+	}
+	return q
+}
+
+// recallTerms reads a recall query (see RecallQuery) into its terms.
+func recallTerms(q string) ([]recallTerm, error) {
 	q = strings.ReplaceAll(q, "\x00", " ")
-	var terms []string
+	var terms []recallTerm
 	words := 0
 	seen := make(map[string]bool)
-	add := func(text string, prefix bool) {
+	add := func(text string, prefix, phrase bool) {
 		text = strings.TrimSpace(text)
 		if !hasTokenChar(text) {
 			return // nothing FTS5 would index; an empty phrase matches nothing
 		}
-		t := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
-		if prefix {
-			t += "*"
-		}
-		if seen[t] {
+		t := recallTerm{text: text, prefix: prefix, phrase: phrase}
+		if seen[t.fts()] {
 			return
 		}
-		seen[t] = true
+		seen[t.fts()] = true
 		words += countTokens(text)
 		terms = append(terms, t)
 	}
@@ -72,7 +97,7 @@ func RecallQuery(q string) (string, error) {
 			if prefix {
 				rest = rest[1:]
 			}
-			add(phrase, prefix)
+			add(phrase, prefix, true)
 			q = rest
 			continue
 		}
@@ -87,15 +112,130 @@ func RecallQuery(q string) (string, error) {
 			continue
 		}
 		prefix := strings.HasSuffix(word, "*")
-		add(strings.TrimRight(word, "*"), prefix)
+		add(strings.TrimRight(word, "*"), prefix, false)
 	}
 	if len(terms) == 0 {
-		return "", ErrEmptyQuery
+		return nil, ErrEmptyQuery
 	}
 	if words > MaxRecallTerms {
-		return "", fmt.Errorf("%w (%d)", ErrTooManyTerms, words)
+		return nil, fmt.Errorf("%w (%d)", ErrTooManyTerms, words)
 	}
-	return strings.Join(terms, " OR "), nil
+	return terms, nil
+}
+
+// recallMatch is the recall index's FTS5 expression for a query: the
+// terms of RecallQuery, and beside each word that is an identifier its
+// parts (identParts), as the index holds them beside the text: "parse
+// config" finds parseConfig and "cache_key" finds "cache key". Porter
+// stems every term as it stems the index. Phrases and prefixes are kept
+// as written.
+func recallMatch(q string) (string, error) {
+	terms, err := recallTerms(q)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	seen := make(map[string]bool)
+	for _, t := range terms {
+		out = append(out, t.fts())
+		seen[strings.ToLower(t.text)] = true
+	}
+	for _, t := range terms {
+		if t.phrase || t.prefix {
+			continue
+		}
+		for _, p := range identParts(t.text, nil) {
+			if l := strings.ToLower(p); !seen[l] {
+				seen[l] = true
+				out = append(out, recallTerm{text: p}.fts())
+			}
+		}
+	}
+	return strings.Join(out, " OR "), nil
+}
+
+// recallText is what the recall index holds of a text: the text, then the
+// parts of its identifiers that the tokenizer would not find alone (a
+// camelCase word's words, a snake_case or kebab-case name's words and the
+// name run together), each once.
+func recallText(text string) string {
+	parts := identParts(text, nil)
+	if len(parts) == 0 {
+		return text
+	}
+	return text + "\n" + strings.Join(parts, " ")
+}
+
+// identParts returns the parts of the identifiers in text that unicode61
+// with '_' as a token character does not split out by itself: for
+// parseConfig "parse" and "config", for cache_key "cache" and "key" (and
+// "cachekey"), for golangci-lint "golangcilint", for HTTPServer "HTTP" and
+// "Server". Each part once, lower case; appended to parts.
+func identParts(text string, parts []string) []string {
+	seen := make(map[string]bool)
+	note := func(p string) {
+		p = strings.ToLower(p)
+		if p != "" && !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
+	isWord := func(r rune) bool {
+		return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
+	}
+	// A name is a run of word characters and hyphens between them.
+	for text != "" {
+		i := strings.IndexFunc(text, isWord)
+		if i < 0 {
+			break
+		}
+		text = text[i:]
+		end := strings.IndexFunc(text, func(r rune) bool { return !isWord(r) && r != '-' })
+		if end < 0 {
+			end = len(text)
+		}
+		name := strings.Trim(text[:end], "-_")
+		text = text[end:]
+		pieces := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
+		if len(pieces) > 1 {
+			if strings.ContainsRune(name, '_') {
+				// The whole snake_case name is a token already.
+				for _, p := range pieces {
+					note(p)
+				}
+			}
+			note(strings.Join(pieces, ""))
+		}
+		for _, p := range pieces {
+			if words := camelWords(p); len(words) > 1 {
+				for _, w := range words {
+					note(w)
+				}
+			}
+		}
+	}
+	return parts
+}
+
+// camelWords splits a camelCase or PascalCase word at each lower-to-upper
+// change and before the last capital of a run of capitals followed by a
+// lower-case letter (HTTPServer: HTTP, Server). Digits stay with what
+// precedes them (utf8 stays whole). A word without such a change is one.
+func camelWords(w string) []string {
+	rs := []rune(w)
+	var out []string
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		prev, cur := rs[i-1], rs[i]
+		split := unicode.IsLower(prev) && unicode.IsUpper(cur) ||
+			unicode.IsDigit(prev) && unicode.IsUpper(cur) ||
+			unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if split {
+			out = append(out, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(out, string(rs[start:]))
 }
 
 // hasTokenChar reports whether s holds a letter, digit or '_' (what the

@@ -95,7 +95,7 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 	var match string
 	if opt.Query != "" {
 		var err error
-		if match, err = RecallQuery(opt.Query); err != nil {
+		if match, err = recallMatch(opt.Query); err != nil {
 			return Resume{}, err
 		}
 		// Rows other programs appended since the last write: recall should
@@ -176,7 +176,7 @@ func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptio
 		behind = []string{fmt.Sprintf("# recall: the full-text index is catching up in the background (%d rows to go), so the newest of the older events may not be ranked yet; search_text finds them now", r.IndexLag)}
 	}
 	if len(recalled) == 0 {
-		return append(behind, "# recall: no older events match the query (full-text index memory_events_fts)")
+		return append(behind, "# recall: no older events match the query (recall index memory_recall)")
 	}
 	limit := 0
 	if opt.MaxBytes > 0 {
@@ -349,9 +349,9 @@ func recall(ctx context.Context, tx *sql.Tx, r *Resume, match string, kinds []st
 // whose ids are not in the JSON array ?2 and whose event's kind is none of
 // the next kinds parameters.
 func recallFrom(kinds int) string {
-	from := ` FROM memory_events_fts WHERE memory_events_fts MATCH ? AND rowid NOT IN (SELECT value FROM json_each(?))`
+	from := ` FROM memory_recall WHERE memory_recall MATCH ? AND rowid > 0 AND rowid NOT IN (SELECT value FROM json_each(?))`
 	if kinds > 0 {
-		from += ` AND (SELECT kind FROM memory_events WHERE id = memory_events_fts.rowid) NOT IN (?` + strings.Repeat(", ?", kinds-1) + `)`
+		from += ` AND (SELECT kind FROM memory_events WHERE id = memory_recall.rowid) NOT IN (?` + strings.Repeat(", ?", kinds-1) + `)`
 	}
 	return from
 }

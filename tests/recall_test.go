@@ -178,11 +178,11 @@ func TestRecallOverStdio(t *testing.T) {
 
 	// A server object: hidden by list_tables, counted as hidden by
 	// get_schema, shown with include_system; verify_chain ignores it.
-	if tables := s.ok("list_tables", nil); strings.Contains(tables, "_fts") {
+	if tables := s.ok("list_tables", nil); strings.Contains(tables, "_fts") || strings.Contains(tables, "memory_recall") {
 		t.Fatalf("list_tables shows the index:\n%s", tables)
 	}
 	schema := s.ok("get_schema", nil)
-	if strings.Contains(schema, "_fts") || !strings.HasPrefix(schema, "-- 0 objects (21 server objects hidden; include_system=true shows them)") {
+	if strings.Contains(schema, "_fts") || strings.Contains(schema, "memory_recall") || !strings.HasPrefix(schema, "-- 0 objects (26 server objects hidden; include_system=true shows them)") {
 		t.Fatalf("get_schema:\n%s", schema)
 	}
 	if all := s.ok("get_schema", map[string]any{"include_system": true}); !strings.Contains(all, "CREATE VIRTUAL TABLE memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize=\"unicode61 remove_diacritics 2 tokenchars '_'\");") {
@@ -214,6 +214,13 @@ func TestRecallIndexRefusedInEveryTool(t *testing.T) {
 		`DROP TABLE memory_events_fts`,
 		`INSERT INTO memory_events_fts_data VALUES (99, x'00')`,
 		`DROP TABLE memory_events_fts_idx`,
+		// The recall index (contentless, issue 47) likewise.
+		`INSERT INTO memory_recall(memory_recall) VALUES('optimize')`,
+		`INSERT INTO memory_recall(memory_recall, rank) VALUES('integrity-check', 0)`,
+		`INSERT INTO memory_recall(rowid, body, kind) VALUES(99, 'planted', 'note')`,
+		`DELETE FROM memory_recall WHERE rowid = 1`,
+		`DROP TABLE memory_recall`,
+		`DROP TABLE memory_recall_docsize`,
 	}
 	for _, sql := range statements {
 		for _, tool := range []string{"write_query", "destructive_query"} {
@@ -234,6 +241,7 @@ func TestRecallIndexRefusedInEveryTool(t *testing.T) {
 	s.fails("create_view", map[string]any{"name": "v", "select_sql": statements[0]}, "PROTECTED_TABLE")
 	// Shadow-table writes that SQLite's defensive mode refuses itself.
 	s.fails("destructive_query", map[string]any{"query": `DELETE FROM memory_events_fts_docsize`, "reason": "test"}, "SQL_ERROR")
+	s.fails("destructive_query", map[string]any{"query": `DELETE FROM memory_recall_docsize`, "reason": "test"}, "SQL_ERROR")
 	if after := dump(t, db, "memory_events_fts_data", "memory_events_fts_idx", "memory_events_fts_docsize", "memory_events_fts_config"); after != before {
 		t.Fatal("the index changed")
 	}
