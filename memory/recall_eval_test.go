@@ -143,31 +143,26 @@ func evalStore(t testing.TB, events []evalEvent) (*Store, map[string][]int64) {
 		}
 		ids[e.label] = append(ids[e.label], ev.ID)
 	}
-	// A checkpoint at the head: get_resume_context then ranks every event
-	// as an older one.
-	if _, err := s.Checkpoint(ctx, "20260301T000000Z-0000", "evaluation"); err != nil {
-		t.Fatal(err)
-	}
 	return s, ids
 }
 
-// evalRank is the real recall path: the ids of the ten best events for
-// the query, best first.
+// evalRank is the real recall path, the recall tool's: the ids of the ten
+// best events for the query, best first (checkpoints skipped).
 func evalRank(ctx context.Context, s *Store, query string) ([]int64, error) {
-	r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 10, Query: query})
+	r, err := s.Recall(ctx, RecallOptions{Query: query, Limit: 10})
 	if err != nil {
 		return nil, err
 	}
-	_, section, ok := strings.Cut(r.Text, "\nid,ts,kind,content,score\n")
-	if !ok {
-		return nil, nil // no match
-	}
-	recs, err := csv.NewReader(strings.NewReader(section)).ReadAll()
+	body := r.Text[:strings.LastIndex(r.Text, "\n# ")+1]
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil {
 		return nil, err
 	}
 	var ids []int64
-	for _, rec := range recs {
+	for _, rec := range recs[1:] {
+		if strings.HasPrefix(rec[0], "c") {
+			continue
+		}
 		id, err := strconv.ParseInt(rec[0], 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("recall row %q: %v", rec, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIdentParts(t *testing.T) {
@@ -106,4 +107,121 @@ func TestRecallIndexMigratesInPlace(t *testing.T) {
 		t.Fatalf("verify = %+v, %v", v, err)
 	}
 	mustExec(t, db, `INSERT INTO memory_recall(memory_recall, rank) VALUES('integrity-check', 0)`)
+}
+
+func TestParseRecallTime(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		end  bool
+		want string // TimeLayout, "" for the zero time, "error"
+	}{
+		{"", false, ""},
+		{"2026-01-05", false, "2026-01-05T00:00:00Z"},
+		{"2026-01-05", true, "2026-01-06T00:00:00Z"}, // a date as until includes its day
+		{"2026-01-05T09:30", false, "2026-01-05T09:30:00Z"},
+		{"2026-01-05T09:30:00Z", true, "2026-01-05T09:30:01Z"},
+		{"2026-01-05T10:30:00+01:00", false, "2026-01-05T09:30:00Z"},
+		{"2026-01-05 09:30", false, "2026-01-05T09:30:00Z"},
+		{"7d", false, "2026-03-03T12:00:00Z"},
+		{"2w", true, "2026-02-24T12:00:00Z"},
+		{"12h", false, "2026-03-10T00:00:00Z"},
+		{"1h30m", false, "2026-03-10T10:30:00Z"},
+		{" 7d ", false, "2026-03-03T12:00:00Z"},
+		{"yesterday", false, "error"},
+		{"-7d", false, "error"},
+		{"-1h", false, "error"},
+		{"2026-13-01", false, "error"},
+		{"7 days", false, "error"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParseRecallTime(c.in, now, c.end)
+			switch {
+			case c.want == "error":
+				if err == nil {
+					t.Fatalf("ParseRecallTime(%q) = %v, want an error", c.in, got)
+				}
+			case err != nil:
+				t.Fatalf("ParseRecallTime(%q): %v", c.in, err)
+			case c.want == "" && !got.IsZero(), c.want != "" && got.Format(TimeLayout) != c.want:
+				t.Fatalf("ParseRecallTime(%q, end=%v) = %v, want %s", c.in, c.end, got, c.want)
+			}
+		})
+	}
+}
+
+func TestRecallSnippet(t *testing.T) {
+	long := strings.Repeat("filler words here ", 20) + "the parseConfig function panicked" + strings.Repeat(" more filler", 20)
+	cases := []struct {
+		text  string
+		words []string
+		want  string
+	}{
+		{"short text", []string{"x"}, "short text"},
+		{"two\nlines\r\nthree", nil, "two⏎lines⏎three"},
+		{long, []string{"parse"}, "..." + string([]rune(long)[strings.Index(long, "parseConfig")-40:strings.Index(long, "parseConfig")+80]) + "..."},
+		{long, []string{"absent"}, string([]rune(long)[:120]) + "..."},
+	}
+	for _, c := range cases {
+		if got := recallSnippet(c.text, c.words, 120); got != c.want {
+			t.Errorf("recallSnippet(%.30q, %v) =\n%q\nwant\n%q", c.text, c.words, got, c.want)
+		}
+	}
+}
+
+// TestRecallFilters: the recall tool's filters, through Store.Recall.
+func TestRecallFilters(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	at := func(ts string) { tm, _ := time.Parse(TimeLayout, ts); s.now = func() time.Time { return tm } }
+	must := func(_ any, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	at("2026-01-05T09:00:00Z")
+	must(s.Append(ctx, "20260105T090000Z-0001@alice", "decision", "use SQLite for the cache")) // 1
+	at("2026-01-06T09:00:00Z")
+	must(s.Append(ctx, "20260106T090000Z-0002@bob", "bug", "the cache expired too early")) // 2
+	at("2026-01-07T09:00:00Z")
+	must(s.Append(ctx, "20260107T090000Z-0003", "note", "cache hit ratio is 93%")) // 3
+	must(s.Checkpoint(ctx, "20260107T090000Z-0003", "cache settled"))              // c1
+	ids := func(opt RecallOptions) string {
+		t.Helper()
+		opt.Query = "cache"
+		r, err := s.Recall(ctx, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(r.Text, "\n")[1:] {
+			if id, _, ok := strings.Cut(line, ","); ok && !strings.HasPrefix(line, "#") {
+				out = append(out, id)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	day := func(d string) time.Time { tm, _ := time.Parse("2006-01-02", d); return tm }
+	cases := []struct {
+		name string
+		opt  RecallOptions
+		want string
+	}{
+		{"all", RecallOptions{}, "1 2 3 c1"},
+		{"since", RecallOptions{Since: day("2026-01-06")}, "2 3 c1"},
+		{"until", RecallOptions{Until: day("2026-01-06")}, "1"},
+		{"range", RecallOptions{Since: day("2026-01-06"), Until: day("2026-01-07")}, "2"},
+		{"kinds", RecallOptions{Kinds: []string{" bug ", "", "note"}}, "2 3"},
+		{"checkpoints", RecallOptions{Kinds: []string{"checkpoint"}}, "c1"},
+		{"agent", RecallOptions{Agent: "alice"}, "1"},
+		{"agent and kind", RecallOptions{Agent: "alice", Kinds: []string{"bug"}}, ""},
+		{"limit", RecallOptions{Limit: 1, Kinds: []string{"decision"}}, "1"},
+	}
+	for _, c := range cases {
+		if got := ids(c.opt); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
 }
