@@ -125,10 +125,14 @@ func recallTerms(q string) ([]recallTerm, error) {
 
 // recallMatch is the recall index's FTS5 expression for a query: the
 // terms of RecallQuery, and beside each word that is an identifier its
-// parts (identParts), as the index holds them beside the text: "parse
-// config" finds parseConfig and "cache_key" finds "cache key". Porter
-// stems every term as it stems the index. Phrases and prefixes are kept
-// as written.
+// parts as a phrase and, for a snake_case or kebab-case one, the name run
+// together (identifierForms), as the index holds them beside the text:
+// "parseConfig" also searches "parse config" and "cache_key" also "cache
+// key" and cachekey (the lower-case token of cacheKey). A phrase, not the
+// parts each alone: a part such as "orders" of orders_7 may be in every
+// event, and ranking them all would cost what the identifier does not.
+// Porter stems every term as it stems the index. Phrases and prefixes are
+// kept as written.
 func recallMatch(q string) (string, error) {
 	terms, err := recallTerms(q)
 	if err != nil {
@@ -138,16 +142,16 @@ func recallMatch(q string) (string, error) {
 	seen := make(map[string]bool)
 	for _, t := range terms {
 		out = append(out, t.fts())
-		seen[strings.ToLower(t.text)] = true
+		seen[strings.ToLower(t.fts())] = true
 	}
 	for _, t := range terms {
 		if t.phrase || t.prefix {
 			continue
 		}
-		for _, p := range identParts(t.text, nil) {
-			if l := strings.ToLower(p); !seen[l] {
-				seen[l] = true
-				out = append(out, recallTerm{text: p}.fts())
+		for _, f := range identifierForms(t.text) {
+			if q := (recallTerm{text: f}).fts(); !seen[q] {
+				seen[q] = true
+				out = append(out, q)
 			}
 		}
 	}
@@ -155,9 +159,8 @@ func recallMatch(q string) (string, error) {
 }
 
 // recallText is what the recall index holds of a text: the text, then the
-// parts of its identifiers that the tokenizer would not find alone (a
-// camelCase word's words, a snake_case or kebab-case name's words and the
-// name run together), each once.
+// parts of its identifiers that the tokenizer would not find alone
+// (identParts).
 func recallText(text string) string {
 	parts := identParts(text, nil)
 	if len(parts) == 0 {
@@ -166,55 +169,82 @@ func recallText(text string) string {
 	return text + "\n" + strings.Join(parts, " ")
 }
 
-// identParts returns the parts of the identifiers in text that unicode61
-// with '_' as a token character does not split out by itself: for
-// parseConfig "parse" and "config", for cache_key "cache" and "key" (and
-// "cachekey"), for golangci-lint "golangcilint", for HTTPServer "HTTP" and
-// "Server". Each part once, lower case; appended to parts.
-func identParts(text string, parts []string) []string {
-	seen := make(map[string]bool)
-	note := func(p string) {
-		p = strings.ToLower(p)
-		if p != "" && !seen[p] {
-			seen[p] = true
-			parts = append(parts, p)
-		}
-	}
+// identifiers calls fn with each name in text: a run of word characters
+// and hyphens between them, hyphens and underscores trimmed at its ends.
+func identifiers(text string, fn func(name string)) {
 	isWord := func(r rune) bool {
 		return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
 	}
-	// A name is a run of word characters and hyphens between them.
 	for text != "" {
 		i := strings.IndexFunc(text, isWord)
 		if i < 0 {
-			break
+			return
 		}
 		text = text[i:]
 		end := strings.IndexFunc(text, func(r rune) bool { return !isWord(r) && r != '-' })
 		if end < 0 {
 			end = len(text)
 		}
-		name := strings.Trim(text[:end], "-_")
+		fn(strings.Trim(text[:end], "-_"))
 		text = text[end:]
-		pieces := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
-		if len(pieces) > 1 {
-			if strings.ContainsRune(name, '_') {
-				// The whole snake_case name is a token already.
-				for _, p := range pieces {
-					note(p)
-				}
-			}
-			note(strings.Join(pieces, ""))
-		}
-		for _, p := range pieces {
-			if words := camelWords(p); len(words) > 1 {
-				for _, w := range words {
-					note(w)
-				}
-			}
+	}
+}
+
+// nameWords splits a name at underscores and hyphens into pieces, and each
+// piece at its camelCase changes (camelWords), in lower case; joined is the
+// pieces run together when there were several (cache_key: cachekey).
+func nameWords(name string) (words []string, joined string) {
+	pieces := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
+	if len(pieces) > 1 {
+		joined = strings.ToLower(strings.Join(pieces, ""))
+	}
+	for _, p := range pieces {
+		for _, w := range camelWords(p) {
+			words = append(words, strings.ToLower(w))
 		}
 	}
+	return words, joined
+}
+
+// identParts returns, for each distinct identifier in text, what the index
+// adds beside the text, in order: its words when it has several (parseConfig:
+// parse config; HTTPServer: http server; cache_key: cache key), kept
+// together so that a phrase of them matches, then the pieces run together
+// for a snake_case or kebab-case name (cachekey, golangcilint). A
+// kebab-case name's words are not repeated (unicode61 splits them out of
+// the text itself). Appended to parts.
+func identParts(text string, parts []string) []string {
+	seen := make(map[string]bool)
+	identifiers(text, func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		words, joined := nameWords(name)
+		if len(words) > 1 && (strings.ContainsRune(name, '_') || len(words) > len(strings.FieldsFunc(name, func(r rune) bool { return r == '-' }))) {
+			parts = append(parts, words...)
+		}
+		if joined != "" {
+			parts = append(parts, joined)
+		}
+	})
 	return parts
+}
+
+// identifierForms are the extra forms a query word that is an identifier
+// is searched by: its words as one phrase, and its pieces run together.
+func identifierForms(word string) []string {
+	var forms []string
+	identifiers(word, func(name string) {
+		words, joined := nameWords(name)
+		if len(words) > 1 {
+			forms = append(forms, strings.Join(words, " "))
+		}
+		if joined != "" {
+			forms = append(forms, joined)
+		}
+	})
+	return forms
 }
 
 // camelWords splits a camelCase or PascalCase word at each lower-to-upper

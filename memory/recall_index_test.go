@@ -16,7 +16,7 @@ func TestIdentParts(t *testing.T) {
 	}{
 		{"plain words only", ""},
 		{"parseConfig panicked", "parse config"},
-		{"HTTPServer and getHTTPResponse", "http server get response"},
+		{"HTTPServer and getHTTPResponse", "http server get http response"}, // each identifier's words together
 		{"cache_key", "cache key cachekey"},
 		{"max_update_rows", "max update rows maxupdaterows"},
 		{"golangci-lint and prefers-color-scheme", "golangcilint preferscolorscheme"},
@@ -24,7 +24,7 @@ func TestIdentParts(t *testing.T) {
 		{"internal/store/txn.go", ""},
 		{"_private __dunder__", ""},
 		{"transfers_by_account v2Parser utf8", "transfers by account transfersbyaccount v2 parser"},
-		{"parseConfig parseConfig parse_config", "parse config parseconfig"}, // each part once
+		{"parseConfig parseConfig parse_config", "parse config parse config parseconfig"}, // each identifier once
 		{"ÉmileDurand café", "émile durand"},
 		{"-x- --", ""},
 	}
@@ -47,10 +47,11 @@ func TestRecallMatch(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"login cookie", `"login" OR "cookie"`},
 		{"parse config", `"parse" OR "config"`},
-		{"parseConfig", `"parseConfig" OR "parse" OR "config"`},
-		{"cache_key etags", `"cache_key" OR "etags" OR "cache" OR "key" OR "cachekey"`},
-		{"parse parseConfig", `"parse" OR "parseConfig" OR "config"`},           // a part already asked for is not repeated
-		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`}, // phrases and prefixes as written
+		{"parseConfig", `"parseConfig" OR "parse config"`}, // a phrase: the part "orders" of orders_7 may be in every event
+		{"cache_key etags", `"cache_key" OR "etags" OR "cache key" OR "cachekey"`},
+		{"HTTPServer", `"HTTPServer" OR "http server"`},
+		{"parseConfig parse_config", `"parseConfig" OR "parse_config" OR "parse config"`}, // a form already asked for (parseconfig, case aside) is not repeated
+		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`},           // phrases and prefixes as written
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
