@@ -231,13 +231,18 @@ func identParts(text string, parts []string) []string {
 	return parts
 }
 
+// maxFormWords bounds the phrase of an identifier's words that a query
+// searches (every word is one more doclist to read); a longer one is
+// searched as written and run together only.
+const maxFormWords = 8
+
 // identifierForms are the extra forms a query word that is an identifier
 // is searched by: its words as one phrase, and its pieces run together.
 func identifierForms(word string) []string {
 	var forms []string
 	identifiers(word, func(name string) {
 		words, joined := nameWords(name)
-		if len(words) > 1 {
+		if len(words) > 1 && len(words) <= maxFormWords {
 			forms = append(forms, strings.Join(words, " "))
 		}
 		if joined != "" {

@@ -50,6 +50,7 @@ func TestRecallMatch(t *testing.T) {
 		{"parseConfig", `"parseConfig" OR "parse config"`}, // a phrase: the part "orders" of orders_7 may be in every event
 		{"cache_key etags", `"cache_key" OR "etags" OR "cache key" OR "cachekey"`},
 		{"HTTPServer", `"HTTPServer" OR "http server"`},
+		{"a_b_c_d_e_f_g_h_i", `"a_b_c_d_e_f_g_h_i" OR "abcdefghi"`},                       // no phrase of more than 8 words
 		{"parseConfig parse_config", `"parseConfig" OR "parse_config" OR "parse config"`}, // a form already asked for (parseconfig, case aside) is not repeated
 		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`},           // phrases and prefixes as written
 	}
