@@ -79,8 +79,9 @@ const (
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
 
-// ServerIndexes are the server's full-text index of the memory (FTS5
-// tables with external content, SPEC 5.4): readable with MATCH, bm25(),
+// ServerIndexes are the server's full-text indexes of the memory (FTS5
+// tables with external content, and the contentless recall index, SPEC
+// 5.4): readable with MATCH, bm25(),
 // snippet() and highlight(), never written through SQL tools, FTS
 // commands included (an FTS command is an INSERT into the table).
 var ServerIndexes = [...]string{IndexEvents, IndexCheckpoints, IndexRecall}
