@@ -24,7 +24,8 @@ import (
 // that says "max" or "rows". No stemmer: Porter is English-only and cuts
 // identifiers ("caching" and "cache" would match, "orders_7" would not
 // change, "ids" becomes "id"); prefix queries (cach*) cover the same need
-// on purpose.
+// on purpose in these two, which agents query with SQL. The recall index
+// (memory_recall, below) stems, with identifiers' parts beside them.
 //
 // The index is kept without triggers. The server writes an event's index
 // row in the transaction that appends the event; rows that another program
@@ -48,26 +49,52 @@ import (
 const (
 	IndexEvents      = policy.IndexEvents
 	IndexCheckpoints = policy.IndexCheckpoints
+	IndexRecall      = policy.IndexRecall
 
 	// tokenizer is the FTS5 tokenize option of both indexes.
 	tokenizer = `unicode61 remove_diacritics 2 tokenchars '_'`
+	// recallTokenizer is the recall index's: the same words, stemmed by
+	// FTS5's own Porter stemmer (configs finds config, retrying retries).
+	recallTokenizer = `porter ` + tokenizer
 )
 
+// The recall index (issue 47) is what the recall tool and
+// get_resume_context(query=...) rank: a contentless FTS5 table (the text
+// is in the chain; the index keeps only its words) over events and
+// checkpoint summaries, stemmed, with the parts of every identifier beside
+// it (recallText). An event's rowid is its id, a checkpoint's the negative
+// of its id, so that one bm25 ranks both over one vocabulary. The
+// unstemmed memory_events_fts stays as it was, for agents' SQL and the
+// person's view.
 var indexDDL = []string{
 	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize="` + tokenizer + `")`,
 	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_checkpoints_fts USING fts5(summary, content='memory_checkpoints', content_rowid='id', tokenize="` + tokenizer + `")`,
+	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_recall USING fts5(body, kind, content='', tokenize="` + recallTokenizer + `")`,
 }
 
-// indexed describes one index: its source table and columns.
+// indexSpec describes one index: its source table and columns.
 type indexSpec struct {
 	fts, source string
 	columns     string // the FTS columns, also the source's column names
-	docsize     string // max(id) of this is the last indexed rowid
+	// last is a statement whose one value is the last source id the index
+	// holds: FTS5 writes a _docsize row per document in the document's
+	// transaction, so it cannot drift from the index.
+	last string
+	// recall marks the recall index's specs: their rows are written from
+	// Go (recallText), a checkpoint's under the negative of its id.
+	recall, checkpoints bool
 }
 
 var (
-	eventsIndex      = indexSpec{IndexEvents, TableEvents, "content, kind", IndexEvents + "_docsize"}
-	checkpointsIndex = indexSpec{IndexCheckpoints, TableCheckpoints, "summary", IndexCheckpoints + "_docsize"}
+	eventsIndex      = indexSpec{fts: IndexEvents, source: TableEvents, columns: "content, kind", last: `SELECT coalesce(max(id), 0) FROM ` + IndexEvents + `_docsize`}
+	checkpointsIndex = indexSpec{fts: IndexCheckpoints, source: TableCheckpoints, columns: "summary", last: `SELECT coalesce(max(id), 0) FROM ` + IndexCheckpoints + `_docsize`}
+	recallEvents     = indexSpec{fts: IndexRecall, source: TableEvents, recall: true,
+		last: `SELECT coalesce(max(id), 0) FROM ` + IndexRecall + `_docsize WHERE id > 0`}
+	recallCheckpoints = indexSpec{fts: IndexRecall, source: TableCheckpoints, recall: true, checkpoints: true,
+		last: `SELECT coalesce(-min(id), 0) FROM ` + IndexRecall + `_docsize WHERE id < 0`}
+
+	// allIndexes are the specs the catch-up brings up to date, in order.
+	allIndexes = []indexSpec{eventsIndex, checkpointsIndex, recallEvents, recallCheckpoints}
 )
 
 // catchUpBatch is how many rows one catch-up transaction indexes, so that a
@@ -101,7 +128,7 @@ func (s *Store) indexLag(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	var lag int64
-	for _, spec := range []indexSpec{eventsIndex, checkpointsIndex} {
+	for _, spec := range allIndexes {
 		have, head, err := s.reach(ctx, spec)
 		if err != nil {
 			return 0, err
@@ -114,7 +141,7 @@ func (s *Store) indexLag(ctx context.Context) (int64, error) {
 // reach is the last rowid spec's index holds and the last of its source.
 func (s *Store) reach(ctx context.Context, spec indexSpec) (have, head int64, err error) {
 	err = s.db.QueryRowContext(ctx,
-		`SELECT (SELECT coalesce(max(id), 0) FROM `+spec.docsize+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
+		`SELECT (`+spec.last+`), (SELECT coalesce(max(id), 0) FROM `+spec.source+`)`).
 		Scan(&have, &head)
 	return have, head, err
 }
@@ -204,6 +231,12 @@ func (s *Store) createIndex(ctx context.Context) {
 	if err == nil {
 		s.indexCheckpoints, err = s.db.PrepareContext(ctx, indexSQL(checkpointsIndex))
 	}
+	if err == nil {
+		s.recallSource, err = s.db.PrepareContext(ctx, recallSourceSQL(recallEvents))
+	}
+	if err == nil {
+		s.recallInsert, err = s.db.PrepareContext(ctx, recallInsertSQL)
+	}
 	if err != nil {
 		s.log.Warn("could not create the full-text index of the memory; ranked recall is off for this run", "error", err)
 		return
@@ -214,7 +247,7 @@ func (s *Store) createIndex(ctx context.Context) {
 // lastIndexed is the highest rowid spec's index holds (0 when empty).
 func lastIndexed(ctx context.Context, q queryRower, spec indexSpec) (int64, error) {
 	var n int64
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+spec.docsize).Scan(&n)
+	err := q.QueryRowContext(ctx, spec.last).Scan(&n)
 	return n, err
 }
 
@@ -227,8 +260,73 @@ func indexSQL(spec indexSpec) string {
 // indexThrough indexes the rows of spec's source with ids in (from, to]
 // inside tx, in id order.
 func indexThrough(ctx context.Context, tx *sql.Tx, spec indexSpec, from, to int64) error {
+	if spec.recall {
+		return recallThrough(ctx, tx, nil, nil, spec, from, to)
+	}
 	_, err := tx.ExecContext(ctx, indexSQL(spec), from, to)
 	return err
+}
+
+// recallSourceSQL reads the rows of spec's source with ids in (?1, ?2]:
+// id, text and kind.
+func recallSourceSQL(spec indexSpec) string {
+	if spec.checkpoints {
+		return `SELECT id, summary, 'checkpoint' FROM ` + TableCheckpoints + ` WHERE id > ? AND id <= ? ORDER BY id`
+	}
+	return `SELECT id, content, kind FROM ` + TableEvents + ` WHERE id > ? AND id <= ? ORDER BY id`
+}
+
+const recallInsertSQL = `INSERT INTO ` + IndexRecall + `(rowid, body, kind) VALUES (?, ?, ?)`
+
+// recallThrough writes the recall index rows of spec's source rows with ids
+// in (from, to], inside tx; source and insert are the store's prepared
+// statements (nil: prepared here). The text is read back from the table
+// rather than passed in, so the index holds what the chain holds.
+func recallThrough(ctx context.Context, tx *sql.Tx, source, insert *sql.Stmt, spec indexSpec, from, to int64) error {
+	var rows *sql.Rows
+	var err error
+	if source != nil && !spec.checkpoints {
+		rows, err = tx.StmtContext(ctx, source).QueryContext(ctx, from, to)
+	} else {
+		rows, err = tx.QueryContext(ctx, recallSourceSQL(spec), from, to)
+	}
+	if err != nil {
+		return err
+	}
+	type row struct {
+		id         int64
+		text, kind string
+	}
+	var batch []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.text, &r.kind); err != nil {
+			rows.Close()
+			return err
+		}
+		batch = append(batch, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var ins *sql.Stmt
+	if insert != nil {
+		ins = tx.StmtContext(ctx, insert)
+	} else if ins, err = tx.PrepareContext(ctx, recallInsertSQL); err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, r := range batch {
+		rowid := r.id
+		if spec.checkpoints {
+			rowid = -r.id
+		}
+		if _, err := ins.ExecContext(ctx, rowid, recallText(r.text), r.kind); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // indexUpTo indexes, inside tx (which holds the write lock), the rows of
@@ -257,6 +355,25 @@ func indexUpTo(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, spec indexSpec, 
 	return err == nil, err
 }
 
+// recallUpTo is indexUpTo for the recall index (spec is recallEvents or
+// recallCheckpoints).
+func (s *Store) recallUpTo(ctx context.Context, tx *sql.Tx, spec indexSpec, cache, through int64) (indexed bool, err error) {
+	have := cache
+	if have != through-1 {
+		if have, err = lastIndexed(ctx, tx, spec); err != nil {
+			return false, err
+		}
+	}
+	if have >= through {
+		return true, nil
+	}
+	if through-have > catchUpBatch {
+		return false, nil
+	}
+	err = recallThrough(ctx, tx, s.recallSource, s.recallInsert, spec, have, through)
+	return err == nil, err
+}
+
 // CatchUp indexes the events and checkpoints that other programs appended,
 // in transactions of catchUpBatch rows, and returns how many rows it
 // indexed. Open and recall call it (through catchUpSoon), at once or in
@@ -266,11 +383,11 @@ func (s *Store) CatchUp(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	var total int64
-	for _, spec := range []indexSpec{eventsIndex, checkpointsIndex} {
+	for _, spec := range allIndexes {
 		n, err := s.catchUp(ctx, spec)
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("memory: index %s: %w", spec.source, err)
+			return total, fmt.Errorf("memory: index %s of %s: %w", spec.fts, spec.source, err)
 		}
 	}
 	return total, nil
@@ -280,7 +397,7 @@ func (s *Store) catchUp(ctx context.Context, spec indexSpec) (int64, error) {
 	if have, head, err := s.reach(ctx, spec); err != nil || have >= head {
 		return 0, err // the usual case: nothing to do, and no write lock taken
 	} else if head-have > catchUpBatch {
-		s.log.Info("indexing memory rows appended by another program for full-text recall", "table", spec.source, "rows", head-have)
+		s.log.Info("indexing memory rows for full-text recall (appended by another program, or older than the index)", "index", spec.fts, "table", spec.source, "rows", head-have)
 	}
 	var total int64
 	start := time.Now()
@@ -289,7 +406,7 @@ func (s *Store) catchUp(ctx context.Context, spec indexSpec) (int64, error) {
 		total += n
 		if err != nil || done {
 			if total > 0 {
-				s.log.Debug("memory index caught up", "table", spec.source, "rows", total, "took", time.Since(start))
+				s.log.Debug("memory index caught up", "index", spec.fts, "table", spec.source, "rows", total, "took", time.Since(start))
 			}
 			return total, err
 		}
@@ -329,9 +446,14 @@ func (s *Store) catchUpBatch(ctx context.Context, spec indexSpec) (n int64, done
 
 // noteIndexed remembers the last rowid this store indexed (under writeMu).
 func (s *Store) noteIndexed(spec indexSpec, id int64) {
-	if spec.fts == IndexEvents {
+	switch {
+	case spec == eventsIndex:
 		s.indexedEvents = id
-	} else {
+	case spec == checkpointsIndex:
 		s.indexedCheckpoints = id
+	case spec == recallEvents:
+		s.recalledEvents = id
+	default:
+		s.recalledCheckpoints = id
 	}
 }

@@ -213,6 +213,10 @@ print(nid)
 	if got := matchIDs(t, rawDB(t, path), rankedSQL, "narwhal"); !slices.Equal(got, []int64{9}) {
 		t.Fatalf("python's event not indexed: %v (python said %s)", got, out)
 	}
+	// The recall index too, stemmed: "narwhals" finds "narwhal".
+	if got := matchIDs(t, rawDB(t, path), `SELECT rowid FROM memory_recall WHERE memory_recall MATCH 'narwhals'`); !slices.Equal(got, []int64{9}) {
+		t.Fatalf("python's event not in the recall index: %v", got)
+	}
 	if v, err := s2.Verify(ctx); err != nil || !v.OK || v.Events != 9 {
 		t.Fatalf("verify = %+v, %v", v, err)
 	}

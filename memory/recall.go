@@ -41,23 +41,48 @@ func (e *RecallTimeoutError) Error() string {
 // space, the same word twice is searched once, and more than
 // MaxRecallTerms words are ErrTooManyTerms.
 func RecallQuery(q string) (string, error) {
+	terms, err := recallTerms(q)
+	if err != nil {
+		return "", err
+	}
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.fts()
+	}
+	return strings.Join(out, " OR "), nil
+}
+
+// recallTerm is one word or phrase of a recall query.
+type recallTerm struct {
+	text           string
+	prefix, phrase bool
+}
+
+// fts is the term as a quoted FTS5 string.
+func (t recallTerm) fts() string {
+	q := `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
+	if t.prefix {
+		q += "*"
+	}
+	return q
+}
+
+// recallTerms reads a recall query (see RecallQuery) into its terms.
+func recallTerms(q string) ([]recallTerm, error) {
 	q = strings.ReplaceAll(q, "\x00", " ")
-	var terms []string
+	var terms []recallTerm
 	words := 0
 	seen := make(map[string]bool)
-	add := func(text string, prefix bool) {
+	add := func(text string, prefix, phrase bool) {
 		text = strings.TrimSpace(text)
 		if !hasTokenChar(text) {
 			return // nothing FTS5 would index; an empty phrase matches nothing
 		}
-		t := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
-		if prefix {
-			t += "*"
-		}
-		if seen[t] {
+		t := recallTerm{text: text, prefix: prefix, phrase: phrase}
+		if seen[t.fts()] {
 			return
 		}
-		seen[t] = true
+		seen[t.fts()] = true
 		words += countTokens(text)
 		terms = append(terms, t)
 	}
@@ -72,7 +97,7 @@ func RecallQuery(q string) (string, error) {
 			if prefix {
 				rest = rest[1:]
 			}
-			add(phrase, prefix)
+			add(phrase, prefix, true)
 			q = rest
 			continue
 		}
@@ -87,15 +112,165 @@ func RecallQuery(q string) (string, error) {
 			continue
 		}
 		prefix := strings.HasSuffix(word, "*")
-		add(strings.TrimRight(word, "*"), prefix)
+		add(strings.TrimRight(word, "*"), prefix, false)
 	}
 	if len(terms) == 0 {
-		return "", ErrEmptyQuery
+		return nil, ErrEmptyQuery
 	}
 	if words > MaxRecallTerms {
-		return "", fmt.Errorf("%w (%d)", ErrTooManyTerms, words)
+		return nil, fmt.Errorf("%w (%d)", ErrTooManyTerms, words)
 	}
-	return strings.Join(terms, " OR "), nil
+	return terms, nil
+}
+
+// recallMatch is the recall index's FTS5 expression for a query: the
+// terms of RecallQuery, and beside each word that is an identifier its
+// parts as a phrase and, for a snake_case or kebab-case one, the name run
+// together (identifierForms), as the index holds them beside the text:
+// "parseConfig" also searches "parse config" and "cache_key" also "cache
+// key" and cachekey (the lower-case token of cacheKey). A phrase, not the
+// parts each alone: a part such as "orders" of orders_7 may be in every
+// event, and ranking them all would cost what the identifier does not.
+// Porter stems every term as it stems the index. Phrases and prefixes are
+// kept as written.
+func recallMatch(q string) (string, error) {
+	terms, err := recallTerms(q)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	seen := make(map[string]bool)
+	for _, t := range terms {
+		out = append(out, t.fts())
+		seen[strings.ToLower(t.fts())] = true
+	}
+	for _, t := range terms {
+		if t.phrase || t.prefix {
+			continue
+		}
+		for _, f := range identifierForms(t.text) {
+			if q := (recallTerm{text: f}).fts(); !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
+		}
+	}
+	return strings.Join(out, " OR "), nil
+}
+
+// recallText is what the recall index holds of a text: the text, then the
+// parts of its identifiers that the tokenizer would not find alone
+// (identParts).
+func recallText(text string) string {
+	parts := identParts(text, nil)
+	if len(parts) == 0 {
+		return text
+	}
+	return text + "\n" + strings.Join(parts, " ")
+}
+
+// identifiers calls fn with each name in text: a run of word characters
+// and hyphens between them, hyphens and underscores trimmed at its ends.
+func identifiers(text string, fn func(name string)) {
+	isWord := func(r rune) bool {
+		return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
+	}
+	for text != "" {
+		i := strings.IndexFunc(text, isWord)
+		if i < 0 {
+			return
+		}
+		text = text[i:]
+		end := strings.IndexFunc(text, func(r rune) bool { return !isWord(r) && r != '-' })
+		if end < 0 {
+			end = len(text)
+		}
+		fn(strings.Trim(text[:end], "-_"))
+		text = text[end:]
+	}
+}
+
+// nameWords splits a name at underscores and hyphens into pieces, and each
+// piece at its camelCase changes (camelWords), in lower case; joined is the
+// pieces run together when there were several (cache_key: cachekey).
+func nameWords(name string) (words []string, joined string) {
+	pieces := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
+	if len(pieces) > 1 {
+		joined = strings.ToLower(strings.Join(pieces, ""))
+	}
+	for _, p := range pieces {
+		for _, w := range camelWords(p) {
+			words = append(words, strings.ToLower(w))
+		}
+	}
+	return words, joined
+}
+
+// identParts returns, for each distinct identifier in text, what the index
+// adds beside the text, in order: its words when it has several (parseConfig:
+// parse config; HTTPServer: http server; cache_key: cache key), kept
+// together so that a phrase of them matches, then the pieces run together
+// for a snake_case or kebab-case name (cachekey, golangcilint). A
+// kebab-case name's words are not repeated (unicode61 splits them out of
+// the text itself). Appended to parts.
+func identParts(text string, parts []string) []string {
+	seen := make(map[string]bool)
+	identifiers(text, func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		words, joined := nameWords(name)
+		if len(words) > 1 && (strings.ContainsRune(name, '_') || len(words) > len(strings.FieldsFunc(name, func(r rune) bool { return r == '-' }))) {
+			parts = append(parts, words...)
+		}
+		if joined != "" {
+			parts = append(parts, joined)
+		}
+	})
+	return parts
+}
+
+// maxFormWords bounds the phrase of an identifier's words that a query
+// searches (every word is one more doclist to read); a longer one is
+// searched as written and run together only.
+const maxFormWords = 8
+
+// identifierForms are the extra forms a query word that is an identifier
+// is searched by: its words as one phrase, and its pieces run together.
+func identifierForms(word string) []string {
+	var forms []string
+	identifiers(word, func(name string) {
+		words, joined := nameWords(name)
+		if len(words) > 1 && len(words) <= maxFormWords {
+			forms = append(forms, strings.Join(words, " "))
+		}
+		if joined != "" {
+			forms = append(forms, joined)
+		}
+	})
+	return forms
+}
+
+// camelWords splits a camelCase or PascalCase word at each lower-to-upper
+// change and before the last capital of a run of capitals followed by a
+// lower-case letter (HTTPServer: HTTP, Server). Digits stay with what
+// precedes them (utf8 stays whole). A word without such a change is one.
+func camelWords(w string) []string {
+	rs := []rune(w)
+	var out []string
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		prev, cur := rs[i-1], rs[i]
+		split := unicode.IsLower(prev) && unicode.IsUpper(cur) ||
+			unicode.IsDigit(prev) && unicode.IsUpper(cur) ||
+			unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if split {
+			out = append(out, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(out, string(rs[start:]))
 }
 
 // hasTokenChar reports whether s holds a letter, digit or '_' (what the

@@ -91,6 +91,12 @@ func FuzzRecallQuery(f *testing.F) {
 		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM memory_events_fts WHERE memory_events_fts MATCH ?`, match).Scan(&n); err != nil {
 			t.Fatalf("RecallQuery(%q) = %q: FTS5 refused it: %v", q, match, err)
 		}
+		if match, err = recallMatch(q); err != nil {
+			t.Fatalf("recallMatch(%q): %v", q, err)
+		}
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM memory_recall WHERE memory_recall MATCH ?`, match).Scan(&n); err != nil {
+			t.Fatalf("recallMatch(%q) = %q: FTS5 refused it: %v", q, match, err)
+		}
 	})
 }
 
@@ -228,7 +234,7 @@ func TestResumeRecall(t *testing.T) {
 
 	// Nothing matches.
 	r, err = s.ResumeContext(ctx, ResumeOptions{Query: "zeppelin"})
-	if err != nil || !strings.HasSuffix(r.Text, "\n\n# recall: no older events match the query (full-text index memory_events_fts)") {
+	if err != nil || !strings.HasSuffix(r.Text, "\n\n# recall: no older events match the query (recall index memory_recall)") {
 		t.Fatalf("no match: %v\n%s", err, r.Text)
 	}
 	// A query of no words.

@@ -38,6 +38,12 @@ type ResumeOptions struct {
 	// statements (the server's --query-timeout): they are interrupted when
 	// it runs out and ResumeContext answers a *RecallTimeoutError.
 	RecallTimeout time.Duration
+	// Since, Until, Kinds and Agent narrow the recall section as they
+	// narrow the recall tool (RecallOptions); the recent events are not
+	// filtered by them.
+	Since, Until time.Time
+	Kinds        []string
+	Agent        string
 }
 
 // Resume is a get_resume_context answer.
@@ -95,7 +101,7 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 	var match string
 	if opt.Query != "" {
 		var err error
-		if match, err = RecallQuery(opt.Query); err != nil {
+		if match, err = recallMatch(opt.Query); err != nil {
 			return Resume{}, err
 		}
 		// Rows other programs appended since the last write: recall should
@@ -108,7 +114,14 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 	if r.Chain, err = s.Verify(ctx); err != nil {
 		return Resume{}, err
 	}
-	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match, opt.RecallTimeout)
+	var only []string
+	for _, k := range opt.Kinds {
+		if k = Strip(k); k != "" {
+			only = append(only, k)
+		}
+	}
+	filter := recallFilter{kinds: only, notKinds: r.Excluded, since: opt.Since, until: opt.Until, agent: opt.Agent}
+	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match, filter, opt.RecallTimeout)
 	var timeout *RecallTimeoutError
 	if errors.As(err, &timeout) {
 		return Resume{}, err
@@ -176,7 +189,7 @@ func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptio
 		behind = []string{fmt.Sprintf("# recall: the full-text index is catching up in the background (%d rows to go), so the newest of the older events may not be ranked yet; search_text finds them now", r.IndexLag)}
 	}
 	if len(recalled) == 0 {
-		return append(behind, "# recall: no older events match the query (full-text index memory_events_fts)")
+		return append(behind, "# recall: no older events match the query (recall index memory_recall)")
 	}
 	limit := 0
 	if opt.MaxBytes > 0 {
@@ -237,7 +250,7 @@ func renderRecall(events []recallEvent, maxBytes, maxCellChars int) ([]byte, int
 // With a match expression it also returns, from the same snapshot, the
 // limit best-ranked other events that match it.
 // The recall runs within budget (0: none).
-func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string, budget time.Duration) ([]Event, []recallEvent, error) {
+func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string, filter recallFilter, budget time.Duration) ([]Event, []recallEvent, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return nil, nil, err
@@ -291,80 +304,22 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 	if match == "" || !s.fts {
 		return events, nil, nil
 	}
-	// Only the recall's own statements run under the budget: the driver
-	// interrupts the statement running when its context ends
-	// (sqlite3_interrupt on this connection), and FTS5 stops.
-	rctx := ctx
-	if budget > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
+	// Only the recall's own statements run under the budget (budgeted).
+	for _, e := range events {
+		filter.notIDs = append(filter.notIDs, e.ID)
 	}
-	started := time.Now()
-	recalled, err := recall(rctx, tx, r, match, r.Excluded, events, limit)
-	if ctx.Err() == nil && budget > 0 {
-		// Over the budget is over it, also when the statement ended
-		// before the deadline's timer could interrupt it (a budget of a
-		// few ticks, a loaded machine): the answer does not depend on
-		// which came first.
-		if (err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded)) || (err == nil && time.Since(started) > budget) {
-			return nil, nil, &RecallTimeoutError{Budget: budget}
-		}
-	}
-	return events, recalled, err
-}
-
-// recall finds the limit events that match the FTS5 expression best,
-// leaving out the kinds excluded and the recent events shown; it sets
-// r.Matched.
-func recall(ctx context.Context, tx *sql.Tx, r *Resume, match string, kinds []string, recent []Event, limit int) ([]recallEvent, error) {
-	ids := make([]string, len(recent))
-	for i, e := range recent {
-		ids[i] = strconv.FormatInt(e.ID, 10)
-	}
-	args := []any{match, "[" + strings.Join(ids, ",") + "]"}
-	for _, k := range kinds {
-		args = append(args, k)
-	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+recallFrom(len(kinds)), args...).Scan(&r.Matched); err != nil {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, recallStatement(len(kinds)), append(args, limit)...)
+	hits, matched, err := budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
+		return rankRecall(ctx, tx, match, filter, limit)
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer rows.Close()
-	var out []recallEvent
-	for rows.Next() {
-		var e recallEvent
-		if err := rows.Scan(&e.ID, &e.TS, &e.Kind, &e.Content, &e.Score); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	r.Matched = matched
+	recalled := make([]recallEvent, len(hits))
+	for i, h := range hits {
+		recalled[i] = recallEvent{Event: h.Event, Score: h.Score}
 	}
-	return out, rows.Err()
-}
-
-// recallFrom is the FROM and WHERE of a recall: the index rows matching ?1
-// whose ids are not in the JSON array ?2 and whose event's kind is none of
-// the next kinds parameters.
-func recallFrom(kinds int) string {
-	from := ` FROM memory_events_fts WHERE memory_events_fts MATCH ? AND rowid NOT IN (SELECT value FROM json_each(?))`
-	if kinds > 0 {
-		from += ` AND (SELECT kind FROM memory_events WHERE id = memory_events_fts.rowid) NOT IN (?` + strings.Repeat(", ?", kinds-1) + `)`
-	}
-	return from
-}
-
-// recallStatement is the statement of a recall (see recallFrom; the last
-// parameter is the limit): id, ts, kind, content and score (-bm25) of the
-// best-ranked events, ties newest first. The index alone is ranked and cut
-// to the limit before memory_events is joined, so a word that thousands of
-// events hold costs their bm25 scores, not thousands of row reads and a
-// sort of their texts.
-func recallStatement(kinds int) string {
-	return `SELECT e.id, e.ts, e.kind, e.content, -r.rank FROM (SELECT rowid AS id, rank` + recallFrom(kinds) +
-		` ORDER BY rank, rowid DESC LIMIT ?) AS r JOIN memory_events e ON e.id = r.id ORDER BY r.rank, e.id DESC`
+	return events, recalled, nil
 }
 
 // anchored reports whether the checkpoint's event still has the hash the

@@ -120,8 +120,13 @@ type Store struct {
 	// indexed (under writeMu), see indexUpTo.
 	fts                               bool
 	indexedEvents, indexedCheckpoints int64
-	indexEvents, indexCheckpoints     *sql.Stmt  // indexSQL, prepared
-	bg                                background // the catch-up of a long backlog
+	indexEvents, indexCheckpoints     *sql.Stmt // indexSQL, prepared
+	// The recall index's likewise (recallUpTo), and its statements;
+	// noRecall leaves it unwritten by appends (the benchmark's yardstick).
+	recalledEvents, recalledCheckpoints int64
+	noRecall                            bool
+	recallSource, recallInsert          *sql.Stmt
+	bg                                  background // the catch-up of a long backlog
 	// opened is what Open changed in a file that was there (Opened).
 	opened Opened
 	// verifiers keeps one idle chain verifier between calls (see Verify).
@@ -440,7 +445,7 @@ func (s *Store) Close() error {
 	for _, fn := range fns {
 		fn()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints, s.recallSource, s.recallInsert} {
 		if st != nil {
 			st.Close()
 		}
@@ -487,9 +492,9 @@ func (s *Store) Append(ctx context.Context, session, kind, content string) (_ Ev
 		return Event{}, fmt.Errorf("memory: append: commit: %w", err)
 	}
 	if indexed {
-		s.indexedEvents = e.ID
+		s.indexedEvents, s.recalledEvents = e.ID, e.ID
 	} else if s.fts {
-		s.catchUpInBackground(e.ID - s.indexedEvents)
+		s.catchUpInBackground(e.ID - min(s.indexedEvents, s.recalledEvents))
 	}
 	return e, nil
 }
@@ -542,13 +547,21 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 	if s.fts {
 		// Whether others appended since this store's last append is
 		// known only under writeMu (Append); otherwise the index is asked.
-		last := int64(-1)
+		last, recalled := int64(-1), int64(-1)
 		if cache != nil {
-			last = *cache
+			last, recalled = *cache, s.recalledEvents
 		}
 		if indexed, err = indexUpTo(ctx, tx, s.indexEvents, eventsIndex, last, e.ID); err != nil {
 			return Event{}, false, fmt.Errorf("memory: append: index: %w", err)
 		}
+		both := s.noRecall
+		if !both {
+			both, err = s.recallUpTo(ctx, tx, recallEvents, recalled, e.ID)
+		}
+		if err != nil {
+			return Event{}, false, fmt.Errorf("memory: append: recall index: %w", err)
+		}
+		indexed = indexed && both
 	}
 	return e, indexed, nil
 }
@@ -608,14 +621,19 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 		if indexed, err = indexUpTo(ctx, tx, s.indexCheckpoints, checkpointsIndex, s.indexedCheckpoints, c.ID); err != nil {
 			return Checkpoint{}, fmt.Errorf("memory: checkpoint: index: %w", err)
 		}
+		both := false
+		if both, err = s.recallUpTo(ctx, tx, recallCheckpoints, s.recalledCheckpoints, c.ID); err != nil {
+			return Checkpoint{}, fmt.Errorf("memory: checkpoint: recall index: %w", err)
+		}
+		indexed = indexed && both
 	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)
 	}
 	if indexed {
-		s.indexedCheckpoints = c.ID
+		s.indexedCheckpoints, s.recalledCheckpoints = c.ID, c.ID
 	} else if s.fts {
-		s.catchUpInBackground(c.ID - s.indexedCheckpoints)
+		s.catchUpInBackground(c.ID - min(s.indexedCheckpoints, s.recalledCheckpoints))
 	}
 	return c, nil
 }

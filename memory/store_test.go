@@ -25,18 +25,20 @@ func TestReferenceInterchangeable(t *testing.T) {
 
 	s := openStore(t, path)
 	// The reference's objects stay as they were; the bootstrap only adds
-	// the full-text index (two FTS5 tables and their shadow tables).
+	// the full-text index (two FTS5 tables and their shadow tables) and the
+	// recall index (a contentless FTS5 table and its four).
 	after := masterRows(t, s.db)
 	if len(after) < len(before) || !slices.Equal(before, after[:len(before)]) {
 		t.Fatalf("sqlite_master changed by bootstrap:\nbefore %q\nafter  %q", before, after)
 	}
 	for _, row := range after[len(before):] {
-		if !strings.HasPrefix(row, "table|memory_events_fts") && !strings.HasPrefix(row, "table|memory_checkpoints_fts") {
+		if !strings.HasPrefix(row, "table|memory_events_fts") && !strings.HasPrefix(row, "table|memory_checkpoints_fts") &&
+			!strings.HasPrefix(row, "table|memory_recall") {
 			t.Errorf("bootstrap added %s, which is not part of the index", row)
 		}
 	}
-	if len(after)-len(before) != 10 {
-		t.Errorf("bootstrap added %d objects, want the 2 index tables and their 8 shadow tables", len(after)-len(before))
+	if len(after)-len(before) != 15 {
+		t.Errorf("bootstrap added %d objects, want the 3 index tables and their 12 shadow tables", len(after)-len(before))
 	}
 
 	v, err := s.Verify(ctx)
@@ -131,10 +133,10 @@ func TestFreshDatabaseSchema(t *testing.T) {
 	want, got := dump(ref), dump(s.db)
 	// The full-text index follows the reference's objects (SPEC 5.4).
 	var index []string
-	for len(got) > 0 && strings.Contains(got[len(got)-1], "_fts") {
+	for len(got) > 0 && (strings.Contains(got[len(got)-1], "_fts") || strings.Contains(got[len(got)-1], "|memory_recall")) {
 		index, got = append(index, got[len(got)-1]), got[:len(got)-1]
 	}
-	if len(index) != 10 {
+	if len(index) != 15 {
 		t.Errorf("index objects: %q", index)
 	}
 	if len(want) != 12 || !slices.Equal(got, want) {

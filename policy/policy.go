@@ -70,17 +70,21 @@ const (
 	ViewQueryErrors  = "query_errors"
 	IndexEvents      = "memory_events_fts"
 	IndexCheckpoints = "memory_checkpoints_fts"
+	// IndexRecall is the recall index: contentless FTS5, stemmed, with
+	// identifier parts, over events and checkpoint summaries (issue 47).
+	IndexRecall = "memory_recall"
 )
 
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
 var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
 
-// ServerIndexes are the server's full-text index of the memory (FTS5
-// tables with external content, SPEC 5.4): readable with MATCH, bm25(),
+// ServerIndexes are the server's full-text indexes of the memory (FTS5
+// tables with external content, and the contentless recall index, SPEC
+// 5.4): readable with MATCH, bm25(),
 // snippet() and highlight(), never written through SQL tools, FTS
 // commands included (an FTS command is an INSERT into the table).
-var ServerIndexes = [...]string{IndexEvents, IndexCheckpoints}
+var ServerIndexes = [...]string{IndexEvents, IndexCheckpoints, IndexRecall}
 
 // fts5Shadows are the suffixes of an FTS5 table's shadow tables.
 var fts5Shadows = [...]string{"_data", "_idx", "_docsize", "_config", "_content"}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -157,7 +159,9 @@ func (s *Server) memoryTools() []tool {
 		{name: "checkpoint", title: "Write a checkpoint", hints: onlyAdds, params: checkpointParams, fn: s.checkpoint,
 			desc: "Store a summary of the current state, anchored to the latest event; get_resume_context shows it first in the next session."},
 		{name: "get_resume_context", title: "Resume context (call first)", hints: readsOnly, params: resumeContextParams, fn: s.resumeContext,
-			desc: "Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (full-text, ranked by bm25) in a section of their own with a score column."},
+			desc: "Call this FIRST in a new session or after a context compaction: the latest checkpoint, the events since it (CSV id,ts,kind,content, oldest first; when they overflow the byte cap the oldest are dropped, never the newest, and a line says how many) and whether the memory chain verifies. exclude_kinds hides kinds such as hook-written raw events. With query, also the older events most relevant to it (ranked by bm25 over stemmed words and identifier parts) in a section of their own with a score column, narrowed by since, until, kinds and agent as in the recall tool."},
+		{name: "recall", title: "Recall memory by meaning", hints: readsOnly, params: s.recallParams(), fn: s.recall,
+			desc: "Find earlier events and checkpoints by what they are about, best first: CSV id,ts,kind,agent,score,snippet and a trailer saying how they were ranked. Words are matched stemmed (configs finds config) and identifiers by their parts (\"parse config\" finds parseConfig, cache_key finds \"cache key\"); more and rarer words rank higher. Narrow with since/until (2026-01-05, 2026-01-05T09:30:00Z, or 7d, 12h back from now), kinds and agent. A checkpoint's id reads c7 (memory_checkpoints.id 7). Use get_resume_context for the latest state, search_text for exact substrings or regular expressions."},
 		{name: "search_text", worker: true, title: "Search text in a table", hints: readsOnly, params: s.searchTextParams(), fn: s.searchText,
 			desc: fmt.Sprintf("Find text inside a table or view: SQL narrows the rows (where, at most %d candidates), then a regular expression (RE2 syntax) matches the chosen text columns. Answers CSV key,column,snippet plus totals.", c.SearchCandidates)},
 	}
@@ -203,8 +207,71 @@ var (
 		{name: "max_events", kind: integer, min: 1, max: maxResumeEvents, def: memory.DefaultMaxEvents, desc: "most recent events to show"},
 		{name: "exclude_kinds", kind: textList, def: "", desc: "event kinds to leave out: an array, or one comma-separated string such as \"prompt,compaction\""},
 		{name: "query", kind: text, def: "", desc: `words to recall older events by, e.g. "login cookie" (any word matches, more and rarer words rank higher; "a phrase" and prefix* work)`},
+		{name: "since", kind: text, def: "", desc: "with query: recall only events from this time on: an ISO 8601 date or time, or a duration back from now such as 7d or 12h"},
+		{name: "until", kind: text, def: "", desc: "with query: recall only events before this time (a date includes its day): an ISO 8601 date or time, or a duration back from now"},
+		{name: "kinds", kind: textList, def: "", desc: "with query: recall only events of these kinds: an array, or one comma-separated string"},
+		{name: "agent", kind: text, def: "", desc: "with query: recall only events written by this HTTP agent (token name)"},
 	}
 )
+
+// recallParams: the recall tool's arguments, limit within --max-rows.
+func (s *Server) recallParams() params {
+	return params{
+		{name: "query", kind: text, required: true, query: true, desc: `what to recall, in words, e.g. "database choice" or "parseConfig panic" (any word matches; "a phrase" and prefix* work)`},
+		{name: "limit", kind: integer, min: 1, max: min(s.cfg.MaxRows, maxResumeEvents), def: min(memory.DefaultRecallLimit, s.cfg.MaxRows), desc: "events and checkpoints to return, best first"},
+		{name: "since", kind: text, def: "", desc: "only what was written from this time on: an ISO 8601 date or time (2026-01-05, 2026-01-05T09:30:00Z) or a duration back from now (7d, 12h, 2w, 90m)"},
+		{name: "until", kind: text, def: "", desc: "only what was written before this time (a date includes its whole day): an ISO 8601 date or time, or a duration back from now"},
+		{name: "kinds", kind: textList, def: "", desc: "only these kinds (\"checkpoint\" for checkpoint summaries): an array, or one comma-separated string such as \"decision,bug\""},
+		{name: "agent", kind: text, def: "", desc: "only what this HTTP agent (token name) wrote"},
+	}
+}
+
+// recallTimes parses since and until (memory.ParseRecallTime), refusing
+// a bad one as INVALID_ARGUMENT and an empty range.
+func recallTimes(since, until string) (from, to time.Time, err error) {
+	now := time.Now()
+	if from, err = memory.ParseRecallTime(since, now, false); err != nil {
+		return from, to, invalid("since: %v", err)
+	}
+	if to, err = memory.ParseRecallTime(until, now, true); err != nil {
+		return from, to, invalid("until: %v", err)
+	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		return from, to, invalid("since (%s) is not before until (%s): nothing can match; widen the range", from.Format(memory.TimeLayout), to.Format(memory.TimeLayout))
+	}
+	return from, to, nil
+}
+
+func (s *Server) recall(ctx context.Context, c *call, a args) (outcome, error) {
+	v, err := s.recallParams().parse(a, c)
+	if err != nil {
+		return outcome{}, err
+	}
+	since, until, err := recallTimes(v.str("since"), v.str("until"))
+	if err != nil {
+		return outcome{}, err
+	}
+	opt := memory.RecallOptions{
+		Query: v.str("query"), Limit: v.int("limit"), Since: since, Until: until, Kinds: v.strs("kinds"), Agent: strings.TrimSpace(v.str("agent")),
+		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Timeout: s.cfg.QueryTimeout,
+	}
+	c.detail["limit"] = opt.Limit
+	for k, val := range map[string]string{"since": v.str("since"), "until": v.str("until"), "agent": opt.Agent} {
+		if val != "" {
+			c.detail[k] = val
+		}
+	}
+	r, err := s.store.Recall(ctx, opt)
+	if err != nil {
+		return outcome{}, memoryError(err)
+	}
+	if len(r.Kinds) > 0 {
+		c.detail["kinds"] = r.Kinds
+	}
+	c.setRows(int64(r.Shown))
+	c.detail["recall_matched"] = r.Matched
+	return outcome{text: r.Text}, nil
+}
 
 func (s *Server) readQueryParams() params {
 	return params{
@@ -384,10 +451,19 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if query != "" {
 		c.setQuery(query)
 	}
+	since, until, err := recallTimes(v.str("since"), v.str("until"))
+	if err != nil {
+		return outcome{}, err
+	}
+	kinds, agent := v.strs("kinds"), strings.TrimSpace(v.str("agent"))
+	if query == "" && (!since.IsZero() || !until.IsZero() || len(kinds) > 0 || agent != "") {
+		return outcome{}, invalid("since, until, kinds and agent narrow the recall of older events: pass query too (or use the recall tool)")
+	}
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
 		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
 		RecallTimeout: s.cfg.QueryTimeout,
+		Since:         since, Until: until, Kinds: kinds, Agent: agent,
 	})
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -412,6 +488,8 @@ func memoryError(err error) error {
 		return invalid("summary must not be empty")
 	case errors.Is(err, memory.ErrEmptyQuery):
 		return invalid("query has no words to search for: pass words such as \"login cookie\", or leave query out")
+	case errors.Is(err, memory.ErrNoRecallIndex):
+		return errcode.New(errcode.DatabaseUnavailable, err.Error()+"; search with search_text instead")
 	case errors.Is(err, memory.ErrTooManyTerms):
 		return invalid("%v: recall searches for at most %d words (a phrase's words each count); keep the few that matter most", err, memory.MaxRecallTerms)
 	}

@@ -60,7 +60,7 @@ func TestToolHints(t *testing.T) {
 	}{
 		{config.ProfileMemory, map[string]want{
 			"read_query": reads, "list_tables": reads, "describe_table": reads, "get_schema": reads,
-			"verify_chain": reads, "get_resume_context": reads, "search_text": reads,
+			"verify_chain": reads, "get_resume_context": reads, "search_text": reads, "recall": reads,
 			"write_query":       {false, true, false}, // UPDATE and REPLACE overwrite rows
 			"destructive_query": {false, true, false},
 			"create_view":       {false, true, true}, // replace=true overwrites a view
@@ -178,11 +178,11 @@ func checkHandlerBounds(t *testing.T, s *Server, tool, arg string, lo, hi float6
 	t.Helper()
 	handlers := map[string]toolFunc{
 		"read_query": s.readQuery, "search_text": s.searchText, "get_resume_context": s.resumeContext,
-		"query_database": s.roQuery,
+		"query_database": s.roQuery, "recall": s.recall,
 	}
 	required := map[string]map[string]any{
 		"read_query": {"query": "SELECT 1"}, "search_text": {"pattern": "x", "table": "t"},
-		"query_database": {"sql": "SELECT 1"}, "get_resume_context": {},
+		"query_database": {"sql": "SELECT 1"}, "get_resume_context": {}, "recall": {"query": "x"},
 	}
 	fn, ok := handlers[tool]
 	if !ok {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The server tables defend themselves and recall is bounded (issue 29
@@ -91,6 +92,14 @@ func TestRecallBoundedOverStdio(t *testing.T) {
 		t.Fatalf("import: %d %s", code, errOut)
 	}
 	s := start(t, db, "--query-timeout", "0.1")
+	// The import fills the full-text index; the recall index is built by
+	// the server's first start, in the background for this many rows.
+	if !waitFor(time.Minute, func() bool {
+		text, isErr := s.call("get_resume_context", map[string]any{"max_events": 1, "query": "zzz"})
+		return !isErr && !strings.Contains(text, "catching up")
+	}) {
+		t.Fatal("the recall index did not catch up within a minute")
+	}
 	terms := []string{"w*"}
 	for _, h := range "0123456789abcdef" {
 		terms = append(terms, "w"+string(h)+"*")

@@ -182,7 +182,7 @@ func generations(t *testing.T, f func(t *testing.T, modern bool)) {
 	}
 }
 
-// TestHTTPAllTools runs all 13 tools over HTTP, in both protocol
+// TestHTTPAllTools runs all 14 tools over HTTP, in both protocol
 // generations, and finds the agent in the audit rows and the chain.
 func TestHTTPAllTools(t *testing.T) {
 	t.Parallel()
@@ -191,7 +191,7 @@ func TestHTTPAllTools(t *testing.T) {
 		h := startHTTP(t, db, []string{"alice"})
 		s := h.connect(t, "alice", modern)
 		tools, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
-		if err != nil || len(tools.Tools) != 13 {
+		if err != nil || len(tools.Tools) != 14 {
 			t.Fatalf("tools/list: %d tools, %v", len(tools.Tools), err)
 		}
 		s.ok("write_query", q("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)"))

@@ -373,7 +373,7 @@ func TestMCPBundle(t *testing.T) {
 func driveSession(t *testing.T, s *session) {
 	t.Helper()
 	tools, err := s.c.ListTools(context.Background(), mcpListTools())
-	if err != nil || len(tools.Tools) != 13 {
+	if err != nil || len(tools.Tools) != 14 {
 		t.Fatalf("tools/list: %d tools, %v", len(tools.Tools), err)
 	}
 	s.ok("write_query", q("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)"))

@@ -70,16 +70,16 @@ func TestReferenceDatabaseInterchange(t *testing.T) {
 	before := schemaRows(t, db)
 	s := start(t, db)
 	// The reference's objects are unchanged; the server adds only its
-	// full-text index (two FTS5 tables and their shadow tables, SPEC 5.4).
+	// full-text indexes (three FTS5 tables and their shadow tables, SPEC 5.4).
 	var kept, added []string
 	for _, line := range strings.SplitAfter(schemaRows(t, db), "\n") {
-		if strings.HasPrefix(line, "table|memory_events_fts") || strings.HasPrefix(line, "table|memory_checkpoints_fts") {
+		if strings.HasPrefix(line, "table|memory_events_fts") || strings.HasPrefix(line, "table|memory_checkpoints_fts") || strings.HasPrefix(line, "table|memory_recall") {
 			added = append(added, line)
 		} else {
 			kept = append(kept, line)
 		}
 	}
-	if after := strings.Join(kept, ""); after != before || len(added) != 10 {
+	if after := strings.Join(kept, ""); after != before || len(added) != 15 {
 		t.Fatalf("bootstrap changed the schema:\nbefore:\n%s\nafter:\n%s\nadded: %q", before, after, added)
 	}
 	if v := s.verify(); !v.OK || v.Events != 8 || v.HeadID != 8 {

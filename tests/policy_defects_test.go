@@ -276,7 +276,8 @@ func TestPolicyDefectSchemaReplay(t *testing.T) {
 		where := "name <> 'sqlite_stat4'"
 		if !server {
 			where += " AND tbl_name NOT IN ('memory_events', 'memory_checkpoints', 'query_log', 'query_errors')" +
-				` AND tbl_name NOT LIKE 'memory\_events\_fts%' ESCAPE '\' AND tbl_name NOT LIKE 'memory\_checkpoints\_fts%' ESCAPE '\'` // the memory's index
+				` AND tbl_name NOT LIKE 'memory\_events\_fts%' ESCAPE '\' AND tbl_name NOT LIKE 'memory\_checkpoints\_fts%' ESCAPE '\'` + // the memory's index
+				` AND tbl_name NOT LIKE 'memory\_recall%' ESCAPE '\'` // and the recall index
 		}
 		rows, err := sqlitetest.Rows(openDirect(t, path), `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema WHERE `+where+` ORDER BY type, name`)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,11 +179,11 @@ func TestRecallOverStdio(t *testing.T) {
 
 	// A server object: hidden by list_tables, counted as hidden by
 	// get_schema, shown with include_system; verify_chain ignores it.
-	if tables := s.ok("list_tables", nil); strings.Contains(tables, "_fts") {
+	if tables := s.ok("list_tables", nil); strings.Contains(tables, "_fts") || strings.Contains(tables, "memory_recall") {
 		t.Fatalf("list_tables shows the index:\n%s", tables)
 	}
 	schema := s.ok("get_schema", nil)
-	if strings.Contains(schema, "_fts") || !strings.HasPrefix(schema, "-- 0 objects (21 server objects hidden; include_system=true shows them)") {
+	if strings.Contains(schema, "_fts") || strings.Contains(schema, "memory_recall") || !strings.HasPrefix(schema, "-- 0 objects (26 server objects hidden; include_system=true shows them)") {
 		t.Fatalf("get_schema:\n%s", schema)
 	}
 	if all := s.ok("get_schema", map[string]any{"include_system": true}); !strings.Contains(all, "CREATE VIRTUAL TABLE memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize=\"unicode61 remove_diacritics 2 tokenchars '_'\");") {
@@ -214,6 +215,13 @@ func TestRecallIndexRefusedInEveryTool(t *testing.T) {
 		`DROP TABLE memory_events_fts`,
 		`INSERT INTO memory_events_fts_data VALUES (99, x'00')`,
 		`DROP TABLE memory_events_fts_idx`,
+		// The recall index (contentless, issue 47) likewise.
+		`INSERT INTO memory_recall(memory_recall) VALUES('optimize')`,
+		`INSERT INTO memory_recall(memory_recall, rank) VALUES('integrity-check', 0)`,
+		`INSERT INTO memory_recall(rowid, body, kind) VALUES(99, 'planted', 'note')`,
+		`DELETE FROM memory_recall WHERE rowid = 1`,
+		`DROP TABLE memory_recall`,
+		`DROP TABLE memory_recall_docsize`,
 	}
 	for _, sql := range statements {
 		for _, tool := range []string{"write_query", "destructive_query"} {
@@ -234,6 +242,7 @@ func TestRecallIndexRefusedInEveryTool(t *testing.T) {
 	s.fails("create_view", map[string]any{"name": "v", "select_sql": statements[0]}, "PROTECTED_TABLE")
 	// Shadow-table writes that SQLite's defensive mode refuses itself.
 	s.fails("destructive_query", map[string]any{"query": `DELETE FROM memory_events_fts_docsize`, "reason": "test"}, "SQL_ERROR")
+	s.fails("destructive_query", map[string]any{"query": `DELETE FROM memory_recall_docsize`, "reason": "test"}, "SQL_ERROR")
 	if after := dump(t, db, "memory_events_fts_data", "memory_events_fts_idx", "memory_events_fts_docsize", "memory_events_fts_config"); after != before {
 		t.Fatal("the index changed")
 	}
@@ -307,5 +316,120 @@ func TestRecallCatchesUpInBackground(t *testing.T) {
 	}
 	if recs := csvRows(t, s.ok("read_query", q(ranked("quokka", "")))); len(recs) != 2 || recs[1][0] != "20009" {
 		t.Fatalf("quokka: %q", recs)
+	}
+}
+
+// recallIDs are the id column of a recall tool answer, best first.
+func recallIDs(t *testing.T, text string) []string {
+	t.Helper()
+	if !strings.HasPrefix(text, "id,ts,kind,agent,score,snippet\n") {
+		t.Fatalf("recall answer without its header:\n%s", text)
+	}
+	return column(csvRows(t, text), 0)
+}
+
+// TestRecallToolOverStdio: the recall tool (issue 47) ranks events and
+// checkpoints by stemmed words and identifier parts, narrows by time and
+// kind, says how it ranked, refuses bad arguments with INVALID_ARGUMENT,
+// and get_resume_context(query=...) takes the same filters. The events
+// appended before the start come from another program (the reference's
+// way), at fixed times: the server indexes them at start.
+func TestRecallToolOverStdio(t *testing.T) {
+	t.Parallel()
+	db := referenceDB(t)                                                                                        // events 1..8, written by the reference
+	referenceAppend(t, db, "2026-01-12T11:00:00Z", "bug", "parseConfig panicked on an empty ledger.toml")       // 9
+	referenceAppend(t, db, "2026-01-20T15:00:00Z", "note", "the HTTP cache key is the account id and transfer") // 10
+	referenceAppend(t, db, "2026-02-03T13:30:00Z", "decision", "Releases follow semantic versioning")           // 11
+	s := start(t, db)
+	s.ok("checkpoint", map[string]any{"summary": "the config loader is fixed; releases are versioned"})
+
+	text := s.ok("recall", map[string]any{"query": "parse config"})
+	if ids := recallIDs(t, text); len(ids) == 0 || ids[0] != "9" {
+		t.Fatalf("parse config did not find parseConfig first:\n%s", text)
+	}
+	if !strings.Contains(text, "\n9,2026-01-12T11:00:00Z,bug,,") || !strings.Contains(text, "parseConfig panicked") {
+		t.Fatalf("row 9:\n%s", text)
+	}
+	if trailer := text[strings.LastIndex(text, "\n")+1:]; !strings.HasPrefix(trailer, "# ") || !strings.Contains(trailer, "ranked by bm25 over stemmed words and identifier parts") {
+		t.Fatalf("trailer %q", trailer)
+	}
+	// Stems, identifier forms and checkpoints.
+	for query, want := range map[string]string{"cache_key": "10", "versions": "11", "loaders": "c2"} {
+		if ids := recallIDs(t, s.ok("recall", map[string]any{"query": query})); len(ids) == 0 || ids[0] != want {
+			t.Errorf("recall %q: %v, want %s first", query, ids, want)
+		}
+	}
+	// Filters: time (dates include their day), kinds, limit.
+	filters := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"query": "config releases cache", "until": "2026-01-12"}, "9"},
+		{map[string]any{"query": "config releases cache", "since": "2026-01-13", "until": "2026-02-03T13:29:59Z"}, "10"},
+		{map[string]any{"query": "config releases cache", "since": "2026-02-01", "kinds": "decision"}, "11"},
+		{map[string]any{"query": "config releases cache", "kinds": []any{"checkpoint"}}, "c2"},
+		{map[string]any{"query": "config releases cache", "since": "1h"}, "c2"},
+		{map[string]any{"query": "config releases cache", "until": "1h"}, "10 11 9"}, // sorted as text
+		{map[string]any{"query": "parse config", "limit": 1}, "9"},
+	}
+	for _, f := range filters {
+		text := s.ok("recall", f.args)
+		ids := recallIDs(t, text)
+		slices.Sort(ids)
+		if strings.Join(ids, " ") != f.want {
+			t.Errorf("recall %v: %v, want %s\n%s", f.args, ids, f.want, text)
+		}
+	}
+	if text := s.ok("recall", map[string]any{"query": "parse config", "limit": 1}); !strings.Contains(text, "# 1 of 2 matches (raise limit to see more)") {
+		t.Errorf("limit trailer:\n%s", text)
+	}
+	if text := s.ok("recall", map[string]any{"query": "zeppelin"}); text != "id,ts,kind,agent,score,snippet\n# 0 of 0 matches | ranked by bm25 over stemmed words and identifier parts (memory_recall), ties newest first; score: higher is more relevant" {
+		t.Errorf("no match: %q", text)
+	}
+	for _, bad := range []map[string]any{
+		{"query": ""}, {"query": "  --  "}, {"query": 7}, {"query": "x", "since": "yesterday"},
+		{"query": "x", "until": "2026-13-01"}, {"query": "x", "since": "2026-02-01", "until": "2026-01-01"},
+		{"query": "x", "limit": 0}, {"query": "x", "kinds": map[string]any{"a": 1}}, {"query": "x", "bogus": 1},
+	} {
+		s.fails("recall", bad, "INVALID_ARGUMENT")
+	}
+	s.audited(db)
+	if tool, ok, _ := lastAudit(t, db); tool != "recall" || ok {
+		t.Fatalf("last audit row: %s ok=%v", tool, ok)
+	}
+
+	// get_resume_context takes the same filters for its recall section.
+	text = s.ok("get_resume_context", map[string]any{"max_events": 1, "query": "config releases cache", "kinds": "bug,note"})
+	_, section, _ := strings.Cut(text, "\nid,ts,kind,content,score\n")
+	if !strings.HasPrefix(section, "9,") && !strings.HasPrefix(section, "10,") || strings.Contains(section, "\n11,") {
+		t.Fatalf("get_resume_context with kinds:\n%s", text)
+	}
+	text = s.ok("get_resume_context", map[string]any{"max_events": 1, "query": "config releases cache", "since": "2026-01-13", "until": "2026-01-31"})
+	if _, section, _ = strings.Cut(text, "\nid,ts,kind,content,score\n"); !strings.HasPrefix(section, "10,") || strings.Contains(section, "\n9,") {
+		t.Fatalf("get_resume_context with since and until:\n%s", text)
+	}
+	s.fails("get_resume_context", map[string]any{"since": "7d"}, "INVALID_ARGUMENT")
+	s.fails("get_resume_context", map[string]any{"query": "x", "until": "soon"}, "INVALID_ARGUMENT")
+	if v := s.verify(); !v.OK || v.Events != 11 {
+		t.Fatalf("verify: %+v", v)
+	}
+}
+
+// TestRecallToolAgentsOverHTTP: the agent filter keeps what one HTTP
+// agent wrote, and the agent column names who wrote each row.
+func TestRecallToolAgentsOverHTTP(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice", "bob"})
+	alice, bob := h.connect(t, "alice", false), h.connect(t, "bob", true)
+	alice.ok("append_event", map[string]any{"kind": "decision", "content": "alice: use SQLite for the ledger cache"})
+	bob.ok("append_event", map[string]any{"kind": "decision", "content": "bob: the ledger cache expires after an hour"})
+	text := bob.ok("recall", map[string]any{"query": "ledger cache"})
+	if rows := csvRows(t, text); len(rows) != 3 || !slices.Contains(column(rows, 3), "alice") || !slices.Contains(column(rows, 3), "bob") {
+		t.Fatalf("recall over HTTP:\n%s", text)
+	}
+	text = bob.ok("recall", map[string]any{"query": "ledger cache", "agent": "alice"})
+	if rows := csvRows(t, text); len(rows) != 2 || rows[1][0] != "1" || rows[1][3] != "alice" || !strings.Contains(text, "filters: agent alice") {
+		t.Fatalf("recall agent=alice:\n%s", text)
 	}
 }

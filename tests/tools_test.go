@@ -25,9 +25,9 @@ func TestToolsAndAnnotations(t *testing.T) {
 		"read_query": {true, false}, "write_query": {false, true}, "destructive_query": {false, true}, "list_tables": {true, false},
 		"describe_table": {true, false}, "get_schema": {true, false}, "create_view": {false, true}, "append_event": {false, false},
 		"verify_chain": {true, false}, "checkpoint": {false, false}, "get_resume_context": {true, false}, "search_text": {true, false},
-		"snapshot": {false, false},
+		"snapshot": {false, false}, "recall": {true, false},
 	}
-	if len(res.Tools) != 13 || len(want) != 13 {
+	if len(res.Tools) != 14 || len(want) != 14 {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
 	}
 	for _, tool := range res.Tools {
