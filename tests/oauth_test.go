@@ -236,12 +236,12 @@ func toolNames(t *testing.T, s *session) string {
 	return strings.Join(names, ",")
 }
 
-const readTools = "describe_table,get_resume_context,get_schema,list_tables,read_query,search_text,verify_chain"
+const readTools = "describe_table,get_resume_context,get_schema,list_tables,read_query,recall,search_text,verify_chain"
 
 // TestOAuthClientCredentials: a host discovers the authorization server
 // from a 401, gets JWT access tokens by client credentials from
 // oidc-provider for --resource, and calls tools within its scopes: a
-// read-only agent sees 7 tools, a write is 403 insufficient_scope and
+// read-only agent sees the 8 read tools, a write is 403 insufficient_scope and
 // audited; an agent with all scopes writes events that name
 // oauth:<client> in a chain that verifies as the reference does.
 func TestOAuthClientCredentials(t *testing.T) {
@@ -444,7 +444,7 @@ func TestOAuthIntrospection(t *testing.T) {
 }
 
 // TestStaticTokenScopes: a static token made with --scopes memory:read
-// sees the 7 read tools and its write is FORBIDDEN (a tool error: a
+// sees the 8 read tools and its write is FORBIDDEN (a tool error: a
 // static token has no step-up), audited; token scopes widens it without a
 // restart; the view needs memory:read.
 func TestStaticTokenScopes(t *testing.T) {
