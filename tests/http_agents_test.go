@@ -1,15 +1,25 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestHTTPTokenFileSymlink: a symbolic link in place of --auth-tokens is
@@ -52,5 +62,147 @@ func TestHTTPTokenFileSymlink(t *testing.T) {
 	}
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(h.log.String(), "is a symbolic link") }) {
 		t.Fatalf("the log does not say why every token fails:\n%s", tail(h.log.String(), 3000))
+	}
+}
+
+// modernHTTPCall sends one raw 2026-07-28 tools/call as agent, with the
+// round-trip fields a client library fills only from its own questions,
+// and returns the JSON-RPC result (the body may be JSON or one SSE
+// stream).
+func (h *httpServer) modernHTTPCall(t *testing.T, agent string, id int, tool string, args map[string]any, state string, responses map[string]any) map[string]any {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": args, "_meta": modernMeta}
+	if state != "" {
+		params["requestState"] = state
+	}
+	if responses != nil {
+		params["inputResponses"] = responses
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+	status, _, body := h.rawRequest(t, http.MethodPost, "/mcp", map[string]string{
+		"Authorization": "Bearer " + h.token[agent], "MCP-Protocol-Version": mcp.ProtocolVersion20260728,
+		mcp.HeaderMethod: "tools/call", mcp.HeaderName: tool,
+	}, string(b))
+	if status != 200 {
+		t.Fatalf("%s's tools/call: %d %s", agent, status, body)
+	}
+	var msgs []string
+	if strings.HasPrefix(strings.TrimSpace(body), "{") {
+		msgs = []string{body}
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			msgs = append(msgs, data)
+		}
+	}
+	for _, m := range msgs {
+		var msg struct {
+			ID     *int           `json:"id"`
+			Result map[string]any `json:"result"`
+		}
+		if json.Unmarshal([]byte(m), &msg) == nil && msg.ID != nil && *msg.ID == id {
+			return msg.Result
+		}
+	}
+	t.Fatalf("no result for %s's call %d in %q", agent, id, bounded(body))
+	return nil
+}
+
+var requestStateField = regexp.MustCompile(`"requestState"\s*:\s*"([^"]+)"`)
+
+// stateSniffer is an HTTP transport that notes the last requestState a
+// server handed its client (what an eavesdropper, a log, or a shared
+// proxy could learn).
+type stateSniffer struct {
+	mu    sync.Mutex
+	state string
+}
+
+func (s *stateSniffer) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if m := requestStateField.FindSubmatch(b); m != nil {
+		s.mu.Lock()
+		s.state = string(m[1])
+		s.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, err
+}
+
+func (s *stateSniffer) last() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// replayFirst is alice's person: before answering yes, bob replays the
+// requestState alice's client was handed, with a yes of his own.
+type replayFirst struct {
+	replay func() map[string]any
+	bob    map[string]any
+}
+
+func (r *replayFirst) Elicit(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	r.bob = r.replay()
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"allow": true}}}, nil
+}
+
+// TestHTTPConfirmBoundToAgent: bob replaying alice's genuine requestState
+// (2026-07-28) while her person is being asked neither runs the
+// statement nor uses up her question: her own yes then runs it.
+func TestHTTPConfirmBoundToAgent(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice", "bob"})
+	sniff := &stateSniffer{}
+	yes := map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"allow": true}}}
+	asker := &replayFirst{}
+	asker.replay = func() map[string]any {
+		state := sniff.last()
+		if state == "" {
+			t.Error("alice's client was handed no requestState")
+		}
+		return h.modernHTTPCall(t, "bob", 90, "destructive_query", deleteTestOrders, state, yes)
+	}
+	tr, err := transport.NewStreamableHTTP(h.url, transport.WithHTTPBasicClient(&http.Client{Transport: sniff}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.token["alice"]}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20260728), client.WithDiscoverTimeout(30*time.Second), client.WithElicitationHandler(asker))
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20260728
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-alice", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+	alice := &session{t: t, c: c, db: db, cmd: h.cmd}
+	setupShop(t, alice)
+	before := dump(t, db, shopTables...)
+
+	text, isErr := alice.call("destructive_query", deleteTestOrders)
+	if got := resultText(asker.bob); asker.bob["isError"] != true || !strings.HasPrefix(got, "DECLINED: ") || !strings.Contains(got, "unknown or had expired") {
+		t.Fatalf("bob's replay of alice's state: %v", asker.bob)
+	}
+	if isErr || !strings.HasPrefix(text, "ok: 2 rows affected; snapshot: ") {
+		t.Fatalf("alice's own yes after bob's replay: (error=%v) %q", isErr, text)
+	}
+	if dump(t, db, shopTables...) == before {
+		t.Fatal("alice's statement did not run")
+	}
+	var detail string
+	if err := openDirect(t, db).QueryRow(`SELECT detail FROM query_log WHERE session LIKE '%@bob' AND tool = 'destructive_query'`).Scan(&detail); err != nil || !strings.Contains(detail, "another agent's question") {
+		t.Fatalf("bob's audit row: %q %v", detail, err)
 	}
 }
