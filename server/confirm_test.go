@@ -154,7 +154,7 @@ func TestFormElicitation(t *testing.T) {
 func TestPendingTakeFor(t *testing.T) {
 	p := &pendingConfirms{pending: map[string]*pendingConfirm{"q": {agent: "alice"}, "stdio": {}}}
 	for _, c := range []struct {
-		token, agent  string
+		token, agent   string
 		found, foreign bool
 	}{
 		{"q", "bob", false, true},
