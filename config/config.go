@@ -201,6 +201,8 @@ func options() []option {
 		listOption("allowed-origins", "MCP_SQLITE_ALLOWED_ORIGINS", "browser Origins allowed under --http, comma-separated (scheme://host[:port]); requests without Origin pass", func(c *Config, l []string) { c.AllowedOrigins = l }),
 		listOption("allowed-hosts", "MCP_SQLITE_ALLOWED_HOSTS", "Host names clients may address under --http, comma-separated (default: the --http host; localhost too for a loopback address)", func(c *Config, l []string) { c.AllowedHosts = l }),
 		intOption("max-calls-per-agent", "MCP_SQLITE_MAX_CALLS_PER_AGENT", "0", "tool calls one agent may have in flight under --http (0: --max-workers)", 0, 4096, func(c *Config, n int) { c.MaxCallsPerAgent = n }),
+		intOption("max-queued-per-agent", "MCP_SQLITE_MAX_QUEUED_PER_AGENT", "64", "tool calls of one agent that may wait in line under --http when it has --max-calls-per-agent in flight; more are refused", 0, 1<<16, func(c *Config, n int) { c.MaxQueuedPerAgent = n }),
+		secondsOption("queue-wait", "MCP_SQLITE_QUEUE_WAIT", "60", "seconds a call may wait in line for one of its agent's --max-calls-per-agent under --http before it is refused", func(c *Config, d time.Duration) { c.QueueWait = d }),
 		stringOption("tls-cert", []string{"MCP_SQLITE_TLS_CERT"}, "", "serve --http as HTTPS with this certificate (PEM; with --tls-key)", func(c *Config, v string) { c.TLSCert = v }),
 		stringOption("tls-key", []string{"MCP_SQLITE_TLS_KEY"}, "", "the private key of --tls-cert (PEM)", func(c *Config, v string) { c.TLSKey = v }),
 		intOption("max-connections", "MCP_SQLITE_MAX_CONNECTIONS", "256", "open HTTP connections at most under --http; more are closed at once", 1, 1<<20, func(c *Config, n int) { c.MaxConnections = n }),

@@ -18,12 +18,16 @@ type HTTPConfig struct {
 	AllowedOrigins   []string
 	AllowedHosts     []string
 	MaxCallsPerAgent int // 0 until check: then --max-workers
-	TLSCert, TLSKey  string
-	MaxConnections   int
-	MaxSessions      int
-	MaxBodyMB        int
-	HeaderTimeout    time.Duration
-	ShutdownGrace    time.Duration
+	// MaxQueuedPerAgent calls of one agent wait in line beyond
+	// MaxCallsPerAgent, each at most QueueWait.
+	MaxQueuedPerAgent int
+	QueueWait         time.Duration
+	TLSCert, TLSKey   string
+	MaxConnections    int
+	MaxSessions       int
+	MaxBodyMB         int
+	HeaderTimeout     time.Duration
+	ShutdownGrace     time.Duration
 }
 
 func listOption(flagName, env, help string, set func(*Config, []string)) option {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -205,4 +206,98 @@ func TestHTTPConfirmBoundToAgent(t *testing.T) {
 	if err := openDirect(t, db).QueryRow(`SELECT detail FROM query_log WHERE session LIKE '%@bob' AND tool = 'destructive_query'`).Scan(&detail); err != nil || !strings.Contains(detail, "another agent's question") {
 		t.Fatalf("bob's audit row: %q %v", detail, err)
 	}
+}
+
+// TestHTTPBurstWaitsInLine: an agent that sends a burst of calls at once
+// (appends and reads, no progress token) over a 2025-11-25 session with
+// --max-calls-per-agent 2 has every one served: the calls beyond the
+// bound wait in line instead of being refused.
+func TestHTTPBurstWaitsInLine(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice"}, "--max-calls-per-agent", "2")
+	s := h.connect(t, "alice", false)
+	const n = 24
+	type answer struct {
+		i     int
+		text  string
+		isErr bool
+	}
+	answers := make(chan answer, n)
+	for i := range n {
+		go func() {
+			var text string
+			var isErr bool
+			if i%2 == 0 {
+				text, isErr = s.call("append_event", map[string]any{"content": fmt.Sprintf("burst %d", i)})
+			} else {
+				text, isErr = s.call("read_query", q(fmt.Sprintf("SELECT %d AS x", i)))
+			}
+			answers <- answer{i, text, isErr}
+		}()
+	}
+	for range n {
+		a := <-answers
+		if a.isErr {
+			t.Errorf("call %d of the burst: %s", a.i, a.text)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	var events int
+	if err := openDirect(t, db).QueryRow(`SELECT count(*) FROM memory_events WHERE session LIKE '%@alice'`).Scan(&events); err != nil || events != n/2 {
+		t.Fatalf("%d events, want %d (%v)", events, n/2, err)
+	}
+	if got := s.ok("verify_chain", nil); !strings.Contains(got, `"ok": true`) && !strings.Contains(got, `"ok":true`) {
+		t.Fatalf("verify_chain: %s", got)
+	}
+}
+
+// TestHTTPAgentsTakeTurns: bob may have many calls in flight
+// (--max-calls-per-agent 8) on --max-workers 2; he sends 8 slow ones at
+// once, so 2 run and 6 wait for a worker. Alice's call, sent after his,
+// gets the next free worker: when her answer arrives, no more than bob's
+// first 2 calls have ended.
+func TestHTTPAgentsTakeTurns(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice", "bob"}, "--max-workers", "2", "--standby-workers", "0", "--max-calls-per-agent", "8", "--query-timeout", "5")
+	alice := h.connect(t, "alice", true)
+	bob := h.connect(t, "bob", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	bobDone := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "read_query"
+			req.Params.Arguments = q(runaway)
+			_, err := bob.c.CallTool(ctx, req)
+			if err == nil {
+				mu.Lock()
+				bobDone++
+				mu.Unlock()
+			}
+		}()
+	}
+	if !waitFor(20*time.Second, func() bool { return len(workersOf(db)) == 2 }) {
+		t.Fatalf("bob's calls do not hold both workers: %v", workersOf(db))
+	}
+	got := alice.ok("read_query", q("SELECT 'alice' AS who"))
+	mu.Lock()
+	done := bobDone
+	mu.Unlock()
+	if got != "who\nalice\n# 1 rows" {
+		t.Fatalf("alice: %q", got)
+	}
+	if done > 2 {
+		t.Fatalf("alice was served after %d of bob's calls ended: a freed worker should go to her first", done)
+	}
+	cancel() // bob gives up the rest
+	wg.Wait()
 }
