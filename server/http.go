@@ -122,6 +122,10 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 	}
 	g := &guard{s: s, tokens: opt.Tokens, sessions: sessions, next: mux, public: public,
 		hosts: map[string]bool{}, origins: map[string]bool{}, maxBody: int64(cfg.MaxBodyMB) << 20}
+	// Revocation (revoke.go): a watcher of the token file, and requests
+	// bound to their agent's token.
+	g.revocations = s.watchRevocations(opt.Tokens, sessions)
+	defer g.revocations.stopWatch()
 	for _, h := range cfg.AllowedHosts {
 		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
@@ -182,6 +186,8 @@ type guard struct {
 	maxBody  int64
 
 	fileErr atomic.Pointer[string] // the token file's last problem, logged once
+
+	revocations *revocations // revoke.go; nil: none
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +250,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 		w, r = withBulk(w, r)
 	}
-	g.next.ServeHTTP(w, r.WithContext(WithAgent(r.Context(), agent)))
+	// Revocation (revoke.go): the request ends when its token is revoked.
+	ctx, endRequest := g.revocations.bind(r, agent)
+	defer endRequest()
+	g.next.ServeHTTP(w, r.WithContext(WithAgent(ctx, agent)))
 }
 
 // refuse answers a request the guard turns away, and logs it (at debug:

@@ -352,6 +352,7 @@ type toolFunc func(ctx context.Context, c *call, a args) (outcome, error)
 const (
 	reasonShutdown  = "server shutting down"
 	reasonCancelled = "cancelled by the client"
+	reasonRevoked   = "the agent's token was revoked"
 )
 
 // handle wraps a tool: argument errors, worker failures and panics all
@@ -398,6 +399,8 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			reason := reasonCancelled
 			if s.shutdown.Err() != nil {
 				reason = reasonShutdown
+			} else if errors.Is(context.Cause(ctx), errRevoked) {
+				reason = reasonRevoked
 			}
 			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reason))
 			return noResponse(stdio, reason), nil

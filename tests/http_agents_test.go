@@ -301,3 +301,135 @@ func TestHTTPAgentsTakeTurns(t *testing.T) {
 	cancel() // bob gives up the rest
 	wg.Wait()
 }
+
+// TestHTTPRevocationIsImmediate: `token revoke bob` while bob has a call
+// in flight (with progress) and a GET stream open: his worker is killed,
+// the call is audited as cancelled by revocation, the stream ends, and
+// his session is gone even for a new token of his; alice goes on.
+func TestHTTPRevocationIsImmediate(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	h := startHTTP(t, db, []string{"alice", "bob"}, "--query-timeout", "30", "--standby-workers", "0")
+	alice := h.connect(t, "alice", true)
+	bob := h.connect(t, "bob", false)
+
+	// Bob's listening stream, on a session of its own (raw: the stream's
+	// end is what is tested).
+	auth := map[string]string{"Authorization": "Bearer " + h.token["bob"]}
+	status, hdr, body := h.rawRequest(t, http.MethodPost, "/mcp", auth, initializeBody)
+	sid := hdr.Get("Mcp-Session-Id")
+	if status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	sess := map[string]string{"Authorization": auth["Authorization"], "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+	if status, _, body := h.rawRequest(t, http.MethodPost, "/mcp", sess, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
+		t.Fatalf("initialized: %d %s", status, body)
+	}
+	streamEnded := make(chan error, 1)
+	streamOpen := make(chan struct{})
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, h.url, nil)
+		for k, v := range sess {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			streamEnded <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			streamEnded <- errors.New(resp.Status)
+			return
+		}
+		close(streamOpen)
+		_, err = io.Copy(io.Discard, resp.Body)
+		streamEnded <- err
+	}()
+	select {
+	case <-streamOpen:
+	case err := <-streamEnded:
+		t.Fatalf("GET stream: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("GET stream did not open")
+	}
+
+	var mu sync.Mutex
+	var ticks []time.Time
+	bob.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			mu.Lock()
+			ticks = append(ticks, time.Now())
+			mu.Unlock()
+		}
+	})
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+		at  time.Time
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "read_query"
+		req.Params.Arguments = q(runaway)
+		req.Params.Meta = &mcp.Meta{ProgressToken: "bob"}
+		res, err := bob.c.CallTool(context.Background(), req)
+		answered <- answer{res, err, time.Now()}
+	}()
+	pid := waitWorker(t, db)
+	if !waitFor(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(ticks) > 0 }) {
+		t.Fatal("no progress before the revocation")
+	}
+
+	if out, err := exec.Command(serverBin, "token", "revoke", "bob", "--auth-tokens", h.tokens).CombinedOutput(); err != nil {
+		t.Fatalf("token revoke: %v %s", err, out)
+	}
+	revoked := time.Now()
+	// Liveness bounds well inside --query-timeout 30: only the revocation
+	// can end the worker, the call and the stream by then.
+	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
+		t.Fatalf("bob's worker %d still alive 10 s after his token was revoked", pid)
+	}
+	killed := time.Since(revoked)
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("bob's call goes on 10 s after his token was revoked")
+	}
+	if a.err == nil && (a.res == nil || !a.res.IsError) {
+		t.Fatalf("bob's revoked call delivered a result: %+v", a.res)
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("bob's GET stream is open 10 s after his token was revoked")
+	}
+	ended := time.Since(revoked)
+	mu.Lock()
+	for _, tick := range ticks {
+		if tick.After(a.at) {
+			t.Errorf("a progress notification after the call ended (%s)", tick)
+		}
+	}
+	mu.Unlock()
+	t.Logf("after the revocation: worker gone in %s, call and stream ended in %s", killed.Round(time.Millisecond), ended.Round(time.Millisecond))
+	row := waitAudit(t, db, "CANCELLED: the agent's token was revoked")
+	if row.tool != "read_query" || !strings.Contains(row.detail, `"agent": "bob"`) {
+		t.Fatalf("audit row %+v", row)
+	}
+	if got := alice.ok("read_query", q("SELECT 'still here' AS x")); got != "x\nstill here\n# 1 rows" {
+		t.Fatalf("alice after bob's revocation: %q", got)
+	}
+	// A new token for bob does not reopen his old session.
+	h.token["bob"] = addToken(t, h.tokens, "bob")
+	sess["Authorization"] = "Bearer " + h.token["bob"]
+	if status, _, body := h.rawRequest(t, http.MethodPost, "/mcp", sess, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); status != 404 {
+		t.Fatalf("bob's old session with his new token: %d %s", status, body)
+	}
+	if status, _, body := h.rawRequest(t, http.MethodPost, "/mcp", map[string]string{"Authorization": sess["Authorization"]}, initializeBody); status != 200 {
+		t.Fatalf("bob's new token: %d %s", status, body)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -328,6 +329,17 @@ func (s *Set) reload() error {
 	}
 	s.entries, s.err = entries, nil
 	return nil
+}
+
+// Entries re-reads the file if it changed and returns its entries, or why
+// it cannot be used (then no token is valid).
+func (s *Set) Entries() ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s.entries), nil
 }
 
 // Lookup returns the agent whose token this is. It re-reads the file first
