@@ -36,7 +36,10 @@ func TestHTTPTokenFileSymlink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Skipf("cannot make a symbolic link here: %v", err)
 	}
-	cmd := exec.Command(serverBin, "--db", filepath.Join(dir, "memory.db"), "--http", "127.0.0.1:0", "--auth-tokens", link)
+	// A server that accepts the link serves until the bound kills it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, serverBin, "--db", filepath.Join(dir, "memory.db"), "--http", "127.0.0.1:0", "--auth-tokens", link)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
