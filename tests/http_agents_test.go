@@ -305,10 +305,11 @@ func TestHTTPAgentsTakeTurns(t *testing.T) {
 	wg.Wait()
 }
 
-// TestHTTPRevocationIsImmediate: `token revoke bob` while bob has a call
-// in flight (with progress) and a GET stream open: his worker is killed,
-// the call is audited as cancelled by revocation, the stream ends, and
-// his session is gone even for a new token of his; alice goes on.
+// TestHTTPRevocationIsImmediate: `token revoke bob` while bob has calls
+// in flight (2025-11-25 with progress, and 2026-07-28) and a GET stream
+// open: his workers are killed, the calls are audited as cancelled by
+// revocation, the stream ends, and his session is gone even for a new
+// token of his; alice goes on.
 func TestHTTPRevocationIsImmediate(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -381,9 +382,22 @@ func TestHTTPRevocationIsImmediate(t *testing.T) {
 		res, err := bob.c.CallTool(context.Background(), req)
 		answered <- answer{res, err, time.Now()}
 	}()
-	pid := waitWorker(t, db)
+	waitWorker(t, db)
 	if !waitFor(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(ticks) > 0 }) {
 		t.Fatal("no progress before the revocation")
+	}
+	// And a 2026-07-28 call of his (stateless: no session, same end).
+	modern := h.connect(t, "bob", true)
+	modernAnswered := make(chan answer, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "read_query"
+		req.Params.Arguments = q(runaway)
+		res, err := modern.c.CallTool(context.Background(), req)
+		modernAnswered <- answer{res, err, time.Now()}
+	}()
+	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 2 }) {
+		t.Fatalf("bob's two calls do not run: workers %v", workersOf(db))
 	}
 
 	if out, err := exec.Command(serverBin, "token", "revoke", "bob", "--auth-tokens", h.tokens).CombinedOutput(); err != nil {
@@ -393,17 +407,22 @@ func TestHTTPRevocationIsImmediate(t *testing.T) {
 	// Liveness bounds well inside --query-timeout 30: only the revocation
 	// can end the worker, the call and the stream by then.
 	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
-		t.Fatalf("bob's worker %d still alive 10 s after his token was revoked", pid)
+		t.Fatalf("bob's workers %v still alive 10 s after his token was revoked", workersOf(db))
 	}
 	killed := time.Since(revoked)
 	var a answer
-	select {
-	case a = <-answered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("bob's call goes on 10 s after his token was revoked")
-	}
-	if a.err == nil && (a.res == nil || !a.res.IsError) {
-		t.Fatalf("bob's revoked call delivered a result: %+v", a.res)
+	for i, ch := range []chan answer{answered, modernAnswered} {
+		select {
+		case got := <-ch:
+			if got.err == nil && (got.res == nil || !got.res.IsError) {
+				t.Fatalf("bob's revoked call %d delivered a result: %+v", i, got.res)
+			}
+			if i == 0 {
+				a = got
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("bob's call %d goes on 10 s after his token was revoked", i)
+		}
 	}
 	select {
 	case <-streamEnded:
@@ -419,9 +438,16 @@ func TestHTTPRevocationIsImmediate(t *testing.T) {
 	}
 	mu.Unlock()
 	t.Logf("after the revocation: worker gone in %s, call and stream ended in %s", killed.Round(time.Millisecond), ended.Round(time.Millisecond))
-	row := waitAudit(t, db, "CANCELLED: the agent's token was revoked")
-	if row.tool != "read_query" || !strings.Contains(row.detail, `"agent": "bob"`) {
-		t.Fatalf("audit row %+v", row)
+	if !waitFor(10*time.Second, func() bool {
+		n := 0
+		for _, r := range auditLog(t, db) {
+			if r.errText == "CANCELLED: the agent's token was revoked" && r.tool == "read_query" && strings.Contains(r.detail, `"agent": "bob"`) {
+				n++
+			}
+		}
+		return n == 2
+	}) {
+		t.Fatalf("want 2 audit rows of bob's calls cancelled by revocation: %+v", auditLog(t, db))
 	}
 	if got := alice.ok("read_query", q("SELECT 'still here' AS x")); got != "x\nstill here\n# 1 rows" {
 		t.Fatalf("alice after bob's revocation: %q", got)
