@@ -84,19 +84,32 @@ func TestWorkerTurnsFair(t *testing.T) {
 		}
 		releases = append(releases, r)
 	}
-	got := make(chan string, 16)
+	type granted struct {
+		name    string
+		release func()
+	}
+	got := make(chan granted, 16)
 	start := func(agent, name string) {
 		waiting := make(chan struct{})
 		go func() {
 			r, err := g.take(ctx, agent, func() { close(waiting) })
 			if err != nil {
-				got <- "error"
+				got <- granted{name: "error"}
 				return
 			}
-			got <- name
-			r()
+			got <- granted{name, r}
 		}()
 		<-waiting
+	}
+	next := func() granted {
+		t.Helper()
+		select {
+		case gr := <-got:
+			return gr
+		case <-time.After(10 * time.Second):
+			t.Fatal("no turn handed on")
+			return granted{}
+		}
 	}
 	// Bob's calls wait first, alice's last: she still comes first.
 	for _, n := range []string{"bob1", "bob2", "bob3"} {
@@ -104,20 +117,24 @@ func TestWorkerTurnsFair(t *testing.T) {
 	}
 	start("alice", "alice")
 	releases[0]()
-	if first := <-got; first != "alice" {
-		t.Fatalf("the freed worker went to %s, want alice", first)
+	first := next()
+	if first.name != "alice" {
+		t.Fatalf("the freed worker went to %s, want alice", first.name)
 	}
-	releases[1]()
+	// Then bob's, in the order they came, one per freed turn.
+	last := first.release
 	for _, want := range []string{"bob1", "bob2", "bob3"} {
-		select {
-		case name := <-got:
-			if name != want {
-				t.Fatalf("turn went to %s, want %s (bob's in order)", name, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no turn for %s", want)
+		last()
+		gr := next()
+		if gr.name != want {
+			t.Fatalf("turn went to %s, want %s (bob's in order)", gr.name, want)
 		}
+		last = gr.release
 	}
+	last()
+	releases[1]()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.total != 0 || len(g.held) != 0 || len(g.waiting) != 0 {
 		t.Fatalf("turns left: total %d held %v waiting %v", g.total, g.held, g.waiting)
 	}
@@ -140,6 +157,8 @@ func TestWorkerTurnsCancelled(t *testing.T) {
 		t.Fatalf("cancelled take: %v", err)
 	}
 	r()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.total != 0 || len(g.waiting) != 0 {
 		t.Fatalf("after the cancel: total %d waiting %v", g.total, g.waiting)
 	}

@@ -142,15 +142,20 @@ func (v *revocations) look() {
 		}
 	}
 	v.known = now
+	var cancel []*agentContext
 	for _, agent := range gone {
 		if a := v.live[agent]; a != nil {
-			a.cancel(errRevoked)
+			cancel = append(cancel, a)
 			delete(v.live, agent)
 		}
 	}
 	v.mu.Unlock()
+	// Sessions first: a client whose request ends finds its session gone.
 	for _, agent := range gone {
 		v.revoked(agent, err)
+	}
+	for _, a := range cancel {
+		a.cancel(errRevoked)
 	}
 }
 
