@@ -18,9 +18,13 @@ type HTTPConfig struct {
 	AllowedOrigins   []string
 	AllowedHosts     []string
 	MaxCallsPerAgent int // 0 until check: then --max-workers
-	TLSCert, TLSKey  string
-	MaxConnections   int
-	MaxSessions      int
+	// MaxQueuedPerAgent calls of one agent wait in line beyond
+	// MaxCallsPerAgent, each at most QueueWait.
+	MaxQueuedPerAgent int
+	QueueWait         time.Duration
+	TLSCert, TLSKey   string
+	MaxConnections    int
+	MaxSessions       int
 	// MaxSessionsPerAgent is one agent's share of MaxSessions; 0 until
 	// check: then MaxSessions/8, at least 1.
 	MaxSessionsPerAgent int

@@ -46,6 +46,9 @@ func TestHTTPConfig(t *testing.T) {
 			if c.MaxCallsPerAgent != c.MaxWorkers {
 				t.Fatalf("--max-calls-per-agent defaults to %d, want --max-workers %d", c.MaxCallsPerAgent, c.MaxWorkers)
 			}
+			if c.MaxQueuedPerAgent != 64 || c.QueueWait != 60*time.Second {
+				t.Fatalf("--max-queued-per-agent %d, --queue-wait %s: want 64 and 1m0s", c.MaxQueuedPerAgent, c.QueueWait)
+			}
 		})
 	}
 }

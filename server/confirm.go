@@ -59,6 +59,7 @@ const (
 	answerError    = "the client failed to ask"
 	answerExpired  = "answer to an unknown or expired question"
 	answerMismatch = "answer to another statement"
+	answerForeign  = "answer to another agent's question (left for that agent)"
 )
 
 // Limits of what the form shows.
@@ -85,7 +86,8 @@ type pendingConfirms struct {
 
 type pendingConfirm struct {
 	confirmation
-	// agent asked the question: only its token may answer it.
+	// agent asked the question: only its token may answer it, or use it
+	// up (takeFor).
 	agent string
 	timer *time.Timer
 	// expire audits the question as unanswered; it runs at most once.
@@ -336,13 +338,19 @@ func (s *Server) askLater(c *call, conf confirmation) (outcome, error) {
 // answered is a 2026-07-28 client's retry: the answer must belong to a
 // question this server asked for exactly these arguments.
 func (s *Server) answered(c *call, tool string, req *ipc.Request, argsDigest string) (outcome, error) {
-	pc := s.confirms.take(c.roundTrip.RequestState)
+	pc, foreign := s.confirms.takeFor(c.roundTrip.RequestState, c.agent)
 	if pc == nil {
-		c.detail["confirm"] = map[string]any{"answer": answerExpired}
+		// Another agent's question reads as unknown to this one, and
+		// stays where it is for the agent it was asked for.
+		answer := answerExpired
+		if foreign {
+			answer = answerForeign
+		}
+		c.detail["confirm"] = map[string]any{"answer": answer}
 		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the question was unknown or had expired; call again to be asked again)")
 	}
 	pc.timer.Stop()
-	if pc.tool != tool || pc.digest != argsDigest || pc.agent != c.agent {
+	if pc.tool != tool || pc.digest != argsDigest {
 		c.detail["confirm"] = map[string]any{"answer": answerMismatch}
 		return outcome{}, errcode.New(errcode.Declined, declinedMessage+" (the answer was given for another statement; call again to be asked again)")
 	}
@@ -351,6 +359,23 @@ func (s *Server) answered(c *call, tool string, req *ipc.Request, argsDigest str
 		answer = answerOf(res)
 	}
 	return s.afterAnswer(c, pc.confirmation, req, answer)
+}
+
+// takeFor removes and returns the pending question of token if agent
+// asked it. A question of another agent is left alone (foreign): a
+// replayed requestState neither runs nor uses up the question.
+func (p *pendingConfirms) takeFor(token, agent string) (pc *pendingConfirm, foreign bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pc = p.pending[token]
+	if pc == nil {
+		return nil, false
+	}
+	if pc.agent != agent {
+		return nil, true
+	}
+	delete(p.pending, token)
+	return pc, false
 }
 
 // take removes and returns the pending question of token, or nil.

@@ -148,3 +148,26 @@ func TestFormElicitation(t *testing.T) {
 		}
 	}
 }
+
+// A question is taken only by the agent it was asked for; another
+// agent's attempt leaves it in place.
+func TestPendingTakeFor(t *testing.T) {
+	p := &pendingConfirms{pending: map[string]*pendingConfirm{"q": {agent: "alice"}, "stdio": {}}}
+	for _, c := range []struct {
+		token, agent   string
+		found, foreign bool
+	}{
+		{"q", "bob", false, true},
+		{"q", "", false, true},
+		{"nope", "alice", false, false},
+		{"stdio", "alice", false, true},
+		{"stdio", "", true, false},
+		{"q", "alice", true, false},
+		{"q", "alice", false, false}, // used up by alice
+	} {
+		pc, foreign := p.takeFor(c.token, c.agent)
+		if (pc != nil) != c.found || foreign != c.foreign {
+			t.Fatalf("takeFor(%q, %q) = %v %v, want found=%v foreign=%v", c.token, c.agent, pc, foreign, c.found, c.foreign)
+		}
+	}
+}

@@ -115,7 +115,11 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 			s.log.Named("http").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
 			&slog.HandlerOptions{Level: slog.LevelWarn}))),
 	)
-	httpSrv.Handler = s.frontDoor(opt, sessions, streamable)
+	// Revocation (revoke.go): a watcher of the token file, and requests
+	// bound to their agent's token.
+	rev := s.watchRevocations(opt.Tokens, sessions)
+	defer rev.stopWatch()
+	httpSrv.Handler = s.frontDoor(opt, sessions, rev, streamable)
 	if gl, ok := l.(*httpguard.Listener); ok {
 		httpSrv.ConnContext = gl.ConnContext
 	}
@@ -170,9 +174,10 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, opt HTTPOptions)
 // frontDoor is the chain of checks in front of /mcp and the mounted
 // pages: /healthz first (no check), then for everything else Host,
 // Origin and a credential in the URL; the public pages are served from
-// there; the rest needs a bearer token. /mcp then bounds the body and
-// the sessions; a mounted page bounds its body.
-func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable http.Handler) http.Handler {
+// there; the rest needs a bearer token, and ends when that token is
+// revoked (rev; nil: never). /mcp then bounds the body and the sessions;
+// a mounted page bounds its body.
+func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, rev *revocations, streamable http.Handler) http.Handler {
 	cfg := s.cfg
 	static := &tokenAuth{s: s, tokens: opt.Tokens}
 	auth, authMsg := httpguard.Authenticator(static), "a valid token is required: send Authorization: Bearer TOKEN (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)"
@@ -205,6 +210,7 @@ func (s *Server) frontDoor(opt HTTPOptions, sessions *sessionTable, streamable h
 	authed := httpguard.Chain(mux,
 		httpguard.Authenticate(auth, "mcp-sqlite-memory", authMsg),
 		withScopes,
+		rev.bound,
 	)
 	public := http.NewServeMux()
 	for pattern, h := range opt.Public {

@@ -75,7 +75,7 @@ func TestGuardMount(t *testing.T) {
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "mcp for "+AgentFrom(r.Context()))
 	})
-	g := s.frontDoor(HTTPOptions{Tokens: set, Mount: map[string]http.Handler{"/ui/": mux}, Public: map[string]http.Handler{"/ui/login": public}}, sessions, mcpHandler)
+	g := s.frontDoor(HTTPOptions{Tokens: set, Mount: map[string]http.Handler{"/ui/": mux}, Public: map[string]http.Handler{"/ui/login": public}}, sessions, nil, mcpHandler)
 	tests := []struct {
 		name, method, url, auth, origin, body string
 		status                                int

@@ -67,17 +67,34 @@ func (p *progress) worker(f ipc.Progress) {
 }
 
 // phaseConfirm marks a call waiting for the person's answer, phaseQueued
-// one waiting for a slot of its agent (--max-calls-per-agent).
+// one waiting in its agent's line (--max-calls-per-agent), phaseWorker
+// one waiting for its turn at a worker (--max-workers).
 const (
 	phaseConfirm = "confirm"
 	phaseQueued  = "queued"
+	phaseWorker  = "worker"
 )
 
-// queued says the call waits for one of its agent's slots until deadline.
+// queued says the call waits in its agent's line until deadline at the
+// latest. A nil progress does nothing.
 func (p *progress) queued(deadline time.Time) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last, p.deadline = ipc.Progress{Phase: phaseQueued}, deadline
+}
+
+// waitingForWorker says every one of the n workers is busy: the call
+// waits for its turn (its budget starts with the worker).
+func (p *progress) waitingForWorker(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.deadline = ipc.Progress{Phase: phaseWorker, Total: int64(n)}, time.Now().Add(p.s.cfg.QueryTimeout)
 }
 
 // waiting says the call waits for the person until deadline; running that
@@ -130,7 +147,9 @@ func (p *progress) send(now time.Time) {
 	case phaseConfirm:
 		msg = fmt.Sprintf("%s: waiting for the user to allow the statement (declined after %s)", p.tool, roundSeconds(total))
 	case phaseQueued:
-		msg = fmt.Sprintf("%s: waiting for one of this agent's calls in flight to finish (--max-calls-per-agent; refused after %s)", p.tool, roundSeconds(total))
+		msg = fmt.Sprintf("%s: waiting in line for one of this agent's calls in flight to finish (--max-calls-per-agent; refused after %s)", p.tool, roundSeconds(total))
+	case phaseWorker:
+		msg = fmt.Sprintf("%s: waiting for a worker: all %d are busy (--max-workers), and agents take turns (%s)", p.tool, last.Total, roundSeconds(elapsed))
 	case ipc.PhaseSnapshot:
 		msg = fmt.Sprintf("%s: snapshot, %d of %d pages copied (%s)", p.tool, last.Done, last.Total, roundSeconds(elapsed))
 	case ipc.PhaseStatement:

@@ -81,8 +81,10 @@ type Server struct {
 
 	// created says what this start created at --db ("" if it was there).
 	created string
-	// agentSlots bound each HTTP agent's calls in flight (agents.go).
-	agentSlots agentSlots
+	// agentLines bound each HTTP agent's calls in flight and its line;
+	// workerTurns share the workers among agents (agents.go).
+	agentLines  agentLines
+	workerTurns workerTurns
 	// tracer writes each call's stamps (TraceCalls); nil: off.
 	tracer *callTracer
 	// workerTools are the tools that run a worker (register).
@@ -199,6 +201,7 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		log.Info("--rg is accepted for compatibility and ignored: search_text matches with Go's RE2 engine inside the worker", "rg", cfg.RG)
 	}
 
+	s.workerTurns.max = cfg.MaxWorkers
 	s.spawner, err = ipc.NewSpawner(ipc.Config{
 		Path: workerPath, Args: workerArgs, Worker: s.workerEnv(),
 		MaxWorkers: cfg.MaxWorkers, Standby: cfg.StandbyWorkers,
@@ -350,6 +353,7 @@ type toolFunc func(ctx context.Context, c *call, a args) (outcome, error)
 const (
 	reasonShutdown  = "server shutting down"
 	reasonCancelled = "cancelled by the client"
+	reasonRevoked   = "the agent's token was revoked"
 )
 
 // handle wraps a tool: argument errors, worker failures and panics all
@@ -398,6 +402,8 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			reason := reasonCancelled
 			if s.shutdown.Err() != nil {
 				reason = reasonShutdown
+			} else if errors.Is(context.Cause(ctx), errRevoked) {
+				reason = reasonRevoked
 			}
 			s.audit(tool, start, c, errcode.New(errcode.Cancelled, reason))
 			return noResponse(stdio, reason), nil
@@ -513,7 +519,12 @@ func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
 	if c.progress != nil {
 		onProgress = c.progress.worker
 	}
+	done, err := s.workerTurn(c)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.spawner.RunWithProgress(ctx, req, onProgress)
+	done()
 	if err != nil {
 		return nil, agentError(err)
 	}

@@ -250,28 +250,47 @@ func TestHTTPAgentsShareOneChain(t *testing.T) {
 }
 
 // TestHTTPCallsPerAgent: an agent with --max-calls-per-agent calls in
-// flight gets RESOURCE_LIMIT naming the limit for one more, or waits with
-// progress; another agent is served meanwhile.
+// flight has one more wait in line, progress token or not, and the next
+// one refused with RESOURCE_LIMIT naming both bounds; another agent is
+// served meanwhile; a queued call with a progress token hears that it
+// waits.
 func TestHTTPCallsPerAgent(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	h := startHTTP(t, db, []string{"alice", "bob"}, "--max-calls-per-agent", "1", "--query-timeout", "4", "--standby-workers", "0")
+	h := startHTTP(t, db, []string{"alice", "bob"}, "--max-calls-per-agent", "1", "--max-queued-per-agent", "1", "--query-timeout", "4", "--standby-workers", "0")
 	alice := h.connect(t, "alice", true)
 	bob := h.connect(t, "bob", true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		alice.call("read_query", q(runaway)) // holds alice's one slot for 4 s
+		alice.call("read_query", q(runaway)) // holds alice's one place for 4 s
 	}()
 	waitWorker(t, db)
-	text := alice.fails("read_query", q("SELECT 1"), "RESOURCE_LIMIT")
-	if !strings.Contains(text, "--max-calls-per-agent 1") {
-		t.Fatalf("refusal %q does not name the limit", text)
+	// Two more: one waits in line (no progress token), the other finds the
+	// line full. Which is which depends on their arrival.
+	type answer struct {
+		text  string
+		isErr bool
+	}
+	answers := make(chan answer, 2)
+	for i := range 2 {
+		go func() {
+			text, isErr := alice.call("read_query", q(fmt.Sprintf("SELECT %d AS x", i)))
+			answers <- answer{text, isErr}
+		}()
+	}
+	first := <-answers
+	if !first.isErr || !strings.HasPrefix(first.text, "RESOURCE_LIMIT: ") || !strings.Contains(first.text, "--max-calls-per-agent 1, --max-queued-per-agent 1") || !strings.Contains(first.text, "wait for answers before sending more") {
+		t.Fatalf("the call beyond the line: %+v", first)
 	}
 	if got := bob.ok("read_query", q("SELECT 2 AS x")); got != "x\n2\n# 1 rows" {
 		t.Fatalf("bob meanwhile: %q", got)
 	}
-	// With a progress token the call waits in line, then runs.
+	<-done
+	if second := <-answers; second.isErr || !strings.HasPrefix(second.text, "x\n") {
+		t.Fatalf("the call that waited in line: %+v", second)
+	}
+	// With a progress token the call hears that it waits in line.
 	var mu sync.Mutex
 	var msgs []string
 	alice.c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -281,10 +300,9 @@ func TestHTTPCallsPerAgent(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	<-done
 	// The first runaway's answer can come before its killed worker is
 	// gone (and bob's worker may still be exiting): waitWorker would find
-	// one of those, and the queued call below would find alice's slot
+	// one of those, and the queued call below would find alice's place
 	// free. So no worker first, then the second runaway's.
 	if !waitFor(10*time.Second, func() bool { return len(workersOf(db)) == 0 }) {
 		t.Fatalf("workers still running: %v", workersOf(db))
@@ -301,7 +319,7 @@ func TestHTTPCallsPerAgent(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(msgs) == 0 || !strings.Contains(msgs[0], "waiting for one of this agent's calls") {
+	if len(msgs) == 0 || !strings.Contains(msgs[0], "waiting in line for one of this agent's calls") {
 		t.Fatalf("progress while queued: %q", msgs)
 	}
 }

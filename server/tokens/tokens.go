@@ -8,7 +8,10 @@
 // that older servers keep reading the file),
 // written whole under a temporary name and renamed, mode 0600. A Set
 // re-reads it when it changes, so a revoked token stops working without a
-// restart; a file that others may read or write is refused.
+// restart; a file that others may read or write is refused, and so is a
+// symbolic link in its place: the file is opened without following one
+// (open_unix.go, open_windows.go), and its mode is checked on the opened
+// file, not on the name.
 //
 // Imports: server/scopes.
 package tokens
@@ -23,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,9 +74,10 @@ func CheckName(name string) error {
 func Hash(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
 
 // Read parses the file at path. A missing file is an empty list, not an
-// error, for Add; the server checks the file exists (Open).
+// error, for Add; the server checks the file exists (Open). A symbolic
+// link or anything but a regular file is refused.
 func Read(path string) ([]Entry, error) {
-	data, err := os.ReadFile(path)
+	data, _, err := readFile(path, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -80,6 +85,50 @@ func Read(path string) ([]Entry, error) {
 		return nil, err
 	}
 	return parse(data, path)
+}
+
+// maxFileBytes bounds what is read of the file: a million tokens' lines.
+const maxFileBytes = 128 << 20
+
+// readFile reads path without following a symbolic link and checks what
+// it opened: a regular file and, with private, one that only its owner
+// may read or write. The checks are on the open descriptor, so the file
+// read is the file checked.
+func readFile(path string, private bool) ([]byte, os.FileInfo, error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if private {
+		if err := modeProblem(path, fi.Mode()); err != nil {
+			return nil, nil, err
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB: not a token file", path, maxFileBytes>>20)
+	}
+	return data, fi, nil
+}
+
+// symlinkError explains a symbolic link where the token file should be.
+func symlinkError(path string) error {
+	to := ""
+	if target, err := os.Readlink(path); err == nil {
+		to = " (to " + target + ")"
+	}
+	return fmt.Errorf("%s is a symbolic link%s: the token file is opened without following links, so that whoever may change a link cannot choose the tokens; point --auth-tokens at the file itself", path, to)
 }
 
 func parse(data []byte, path string) ([]Entry, error) {
@@ -249,12 +298,16 @@ func List(path string) ([]Entry, error) {
 }
 
 // PermProblem explains a token file others may read or write (or one that
-// is not a regular file). nil when the file is private to its owner, or
-// where the platform has no such mode bits (see perm_windows.go).
+// is a symbolic link, or not a regular file). nil when the file is private
+// to its owner, or where the platform has no such mode bits (see
+// perm_windows.go).
 func PermProblem(path string) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return symlinkError(path)
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)
@@ -263,8 +316,8 @@ func PermProblem(path string) error {
 }
 
 // Set is the token file as the server reads it: looked up on every
-// request, re-read when its size, time, mode or identity changes (a
-// stat per request; the file is small).
+// request, re-read when its size, time, mode or identity changes (an
+// lstat per request; the file is small).
 type Set struct {
 	path string
 
@@ -301,10 +354,11 @@ func Open(path string) (*Set, error) {
 // Path is the file's path.
 func (s *Set) Path() string { return s.path }
 
-// reload re-reads the file if it changed since the last read. Callers
-// hold s.mu, or own s alone.
+// reload re-reads the file if it changed since the last read. The stamp
+// is the name's own (lstat): a link put in the file's place is a change,
+// and is refused by the read. Callers hold s.mu, or own s alone.
 func (s *Set) reload() error {
-	fi, err := os.Stat(s.path)
+	fi, err := os.Lstat(s.path)
 	if err != nil {
 		s.entries, s.err, s.stamp = nil, err, stamp{}
 		return err
@@ -313,18 +367,30 @@ func (s *Set) reload() error {
 	if st.same(s.stamp) {
 		return s.err
 	}
-	if err := PermProblem(s.path); err != nil {
-		s.entries, s.err, s.stamp = nil, err, st
+	s.stamp = st
+	data, _, err := readFile(s.path, true)
+	if err != nil {
+		s.entries, s.err = nil, err
 		return err
 	}
-	entries, err := Read(s.path)
-	s.stamp = st
+	entries, err := parse(data, s.path)
 	if err != nil {
 		s.entries, s.err = nil, err
 		return err
 	}
 	s.entries, s.err = entries, nil
 	return nil
+}
+
+// Entries re-reads the file if it changed and returns its entries, or why
+// it cannot be used (then no token is valid).
+func (s *Set) Entries() ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s.entries), nil
 }
 
 // Lookup returns the agent whose token this is. It re-reads the file first

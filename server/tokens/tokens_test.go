@@ -147,3 +147,74 @@ func TestSetFailsClosed(t *testing.T) {
 		t.Fatalf("after chmod 600: %q %v %v", name, ok, err)
 	}
 }
+
+// A symbolic link in the file's place is refused, even to a private
+// file: at Open, by every command, and when the file is swapped for one
+// while the server runs (the name's lstat is the stamp).
+func TestSymlinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	tok, err := Add(real, "alice", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("cannot make a symbolic link here: %v", err)
+	}
+	const want = "is a symbolic link"
+	for name, f := range map[string]func() error{
+		"Open":        func() error { _, err := Open(link); return err },
+		"Read":        func() error { _, err := Read(link); return err },
+		"List":        func() error { _, err := List(link); return err },
+		"Add":         func() error { _, err := Add(link, "bob", time.Now()); return err },
+		"Revoke":      func() error { _, err := Revoke(link, "alice"); return err },
+		"PermProblem": func() error { return PermProblem(link) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := f(); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "point --auth-tokens at the file itself") {
+				t.Fatalf("%s on a link: %v, want %q", name, err, want)
+			}
+		})
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("a command replaced the link: %v %v", fi, err)
+	}
+	t.Run("swapped while open", func(t *testing.T) {
+		path := filepath.Join(dir, "served")
+		if err := os.Link(real, path); err != nil {
+			t.Skipf("no hard links: %v", err)
+		}
+		set, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := set.Lookup(tok); !ok || err != nil {
+			t.Fatalf("before the swap: %v %v", ok, err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, path); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := set.Lookup(tok); ok || err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("after the swap: %v %v", ok, err)
+		}
+	})
+}
+
+// Anything but a regular file is refused without blocking (a FIFO would
+// block an open without O_NONBLOCK).
+func TestFIFORefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs")
+	}
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := mkfifo(path); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Open of a FIFO: %v", err)
+	}
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
+)
+
+// TestRevocations: a request's context ends with errRevoked when its
+// token is revoked or replaced, the agent's sessions end, a request made
+// with the old token is cancelled from the start, another agent's goes
+// on, and a new token of the same name binds afresh.
+func TestRevocations(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	alice, _ := tokens.Add(file, "alice", time.Now())
+	bob, _ := tokens.Add(file, "bob", time.Now())
+	set, err := tokens.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: hclog.NewNullLogger(), mcp: mcpserver.NewMCPServer("t", "1")}
+	table := &sessionTable{max: 10}
+	v := s.watchRevocations(set, table)
+	defer v.stopWatch()
+	request := func(token string) context.Context {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		ctx, end := v.bind(r, map[string]string{alice: "alice", bob: "bob"}[token])
+		t.Cleanup(end)
+		return ctx
+	}
+	bobSession := agentSessions{t: table, agent: "bob"}.Generate()
+	aliceSession := agentSessions{t: table, agent: "alice"}.Generate()
+	a, b := request(alice), request(bob)
+	if a.Err() != nil || b.Err() != nil {
+		t.Fatal("a request ended before any revocation")
+	}
+	if _, err := tokens.Revoke(file, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("bob's request goes on 10 s after his token was revoked")
+	}
+	if !errors.Is(context.Cause(b), errRevoked) {
+		t.Fatalf("cause %v, want errRevoked", context.Cause(b))
+	}
+	if a.Err() != nil {
+		t.Fatal("alice's request ended with bob's revocation")
+	}
+	if _, err := (agentSessions{t: table, agent: "bob"}).Validate(bobSession); err == nil {
+		t.Fatal("bob's session outlived his token")
+	}
+	if _, err := (agentSessions{t: table, agent: "alice"}).Validate(aliceSession); err != nil {
+		t.Fatal("alice's session ended with bob's revocation")
+	}
+	if late := request(bob); !errors.Is(context.Cause(late), errRevoked) {
+		t.Fatal("a request with the revoked token was not cancelled from the start")
+	}
+	// A new token of the same name is known at its first request (no
+	// wait for the watcher), and bob's old one stays revoked.
+	bob2, err := tokens.Add(file, "bob", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+bob2)
+	fresh, end := v.bind(r, "bob")
+	defer end()
+	if fresh.Err() != nil {
+		t.Fatalf("bob's new token: %v", context.Cause(fresh))
+	}
+	if late := request(bob); late.Err() == nil {
+		t.Fatal("bob's old token binds again")
+	}
+	// Replacing alice's token (revoke, add) revokes her old requests.
+	if _, err := tokens.Revoke(file, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.Add(file, "alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("alice's request goes on 10 s after her token was replaced")
+	}
+	if fresh.Err() != nil {
+		t.Fatal("bob's new request ended with alice's revocation")
+	}
+}

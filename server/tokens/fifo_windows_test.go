@@ -1,0 +1,5 @@
+package tokens
+
+import "errors"
+
+func mkfifo(string) error { return errors.New("no FIFOs on Windows") }
