@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/scopes"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
 
@@ -96,5 +97,56 @@ func TestRevocations(t *testing.T) {
 	}
 	if fresh.Err() != nil {
 		t.Fatal("bob's new request ended with alice's revocation")
+	}
+}
+
+// TestRevocationsOfScopes: a token file change that takes a scope from a
+// token ends its agent's requests in flight (SPEC 11.1: "restricts");
+// one that widens its scopes ends nothing, and the narrowed token binds
+// again at its next request.
+func TestRevocationsOfScopes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	carol, err := tokens.Add(file, "carol", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := tokens.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: hclog.NewNullLogger(), mcp: mcpserver.NewMCPServer("t", "1")}
+	v := s.watchRevocations(set, &sessionTable{max: 10})
+	defer v.stopWatch()
+	request := func() context.Context {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+carol)
+		ctx, end := v.bind(r, "carol")
+		t.Cleanup(end)
+		return ctx
+	}
+	setScopes := func(list ...string) {
+		t.Helper()
+		if ok, err := tokens.SetScopes(file, "carol", list); err != nil || !ok {
+			t.Fatalf("SetScopes %v: %v %v", list, ok, err)
+		}
+	}
+	setScopes(scopes.Read)
+	narrowed := request()
+	setScopes(scopes.Read, scopes.Write)
+	v.look() // the widening seen at once, not after the watcher's tick
+	if narrowed.Err() != nil {
+		t.Fatalf("a widening ended carol's request: %v", context.Cause(narrowed))
+	}
+	setScopes(scopes.Write)
+	select {
+	case <-narrowed.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("carol's request goes on 10 s after her token lost memory:read")
+	}
+	if !errors.Is(context.Cause(narrowed), errRevoked) {
+		t.Fatalf("cause %v, want errRevoked", context.Cause(narrowed))
+	}
+	if again := request(); again.Err() != nil {
+		t.Fatalf("the narrowed token does not bind again: %v", context.Cause(again))
 	}
 }
