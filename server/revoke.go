@@ -206,7 +206,7 @@ func (v *revocations) look() {
 // same name) and its questions waiting for a 2026-07-28 retry.
 func (v *revocations) revoked(agent string, fileErr error) {
 	// The table's end hook drops mcp-go's state of each (endSession).
-	ended := v.sessions.endAgent(agent)
+	ended := v.sessions.endAgent(agent, errRevoked)
 	questions := v.s.confirms.dropAgent(agent)
 	why := "its token was revoked or replaced"
 	if fileErr != nil {

@@ -44,8 +44,8 @@ type sessionTable struct {
 // session is one entry of the table.
 type session struct {
 	agent    string
-	last     time.Time                   // when its last request began or ended
-	inFlight map[*int]context.CancelFunc // its requests and streams open now
+	last     time.Time                        // when its last request began or ended
+	inFlight map[*int]context.CancelCauseFunc // its requests and streams open now
 }
 
 // ErrUnknownSession is what Validate says of a session that is not the
@@ -82,7 +82,7 @@ func (a agentSessions) Generate() string {
 		a.res.used = true
 		a.t.reserved[a.agent]--
 	}
-	a.t.sessions[id] = &session{agent: a.agent, last: time.Now(), inFlight: map[*int]context.CancelFunc{}}
+	a.t.sessions[id] = &session{agent: a.agent, last: time.Now(), inFlight: map[*int]context.CancelCauseFunc{}}
 	return id
 }
 
@@ -147,12 +147,12 @@ func (t *sessionTable) enter(ctx context.Context, id, agent string) (context.Con
 	if !ok || s.agent != agent {
 		return nil, nil, false
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	key := new(int)
 	s.inFlight[key] = cancel
 	s.last = time.Now()
 	return ctx, func() {
-		cancel()
+		cancel(nil)
 		t.mu.Lock()
 		delete(s.inFlight, key)
 		s.last = time.Now()
@@ -253,7 +253,7 @@ func (t *sessionTable) sweep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			t.endWhere(func(s *session) bool { return len(s.inFlight) == 0 && now.Sub(s.last) >= t.idle })
+			t.endWhere(nil, func(s *session) bool { return len(s.inFlight) == 0 && now.Sub(s.last) >= t.idle })
 		}
 	}
 }
@@ -261,19 +261,20 @@ func (t *sessionTable) sweep(ctx context.Context) {
 // endAgent ends every session of agent: its requests and streams in
 // flight are cancelled, and its session ids are unknown from now on (a
 // revoked token's agent, SPEC 11.1).
-func (t *sessionTable) endAgent(agent string) int {
-	return t.endWhere(func(s *session) bool { return s.agent == agent })
+func (t *sessionTable) endAgent(agent string, cause error) int {
+	return t.endWhere(cause, func(s *session) bool { return s.agent == agent })
 }
 
-// endWhere ends the sessions that match and says how many.
-func (t *sessionTable) endWhere(match func(*session) bool) int {
+// endWhere ends the sessions that match and says how many; their
+// requests in flight end with cause (nil: context.Canceled).
+func (t *sessionTable) endWhere(cause error, match func(*session) bool) int {
 	t.mu.Lock()
 	var ended []string
 	for id, s := range t.sessions {
 		if match(s) {
 			delete(t.sessions, id)
 			for _, cancel := range s.inFlight {
-				cancel()
+				cancel(cause)
 			}
 			ended = append(ended, id)
 		}

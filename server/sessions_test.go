@@ -114,11 +114,11 @@ func TestSessionsSweepAndEndAgent(t *testing.T) {
 	_, _, _ = tab.enter(context.Background(), bobs, "bob")
 	time.Sleep(60 * time.Millisecond) // past idle, so that the sweep below has work
 	now := time.Now()
-	tab.endWhere(func(s *session) bool { return len(s.inFlight) == 0 && now.Sub(s.last) >= tab.idle })
+	tab.endWhere(nil, func(s *session) bool { return len(s.inFlight) == 0 && now.Sub(s.last) >= tab.idle })
 	if len(ended) != 1 || ended[0] != quiet || tab.count() != 2 {
 		t.Fatalf("swept %v, %d left", ended, tab.count())
 	}
-	if n := tab.endAgent("alice"); n != 1 || stream.Err() == nil {
+	if n := tab.endAgent("alice", nil); n != 1 || stream.Err() == nil {
 		t.Fatalf("endAgent: %d ended, stream %v", n, stream.Err())
 	}
 	done()

@@ -283,8 +283,8 @@ func TestOAuthClientCredentials(t *testing.T) {
 
 	writer := clientCredentials(t, tokenEndpoint, "writer", "writer-secret", "memory:read memory:write memory:destructive", resource)
 	w := m.connectBearer(t, writer)
-	if got := toolNames(t, w); strings.Count(got, ",") != 12 {
-		t.Fatalf("the writer's tools: %s, want 13", got)
+	if got := toolNames(t, w); strings.Count(got, ",") != 13 {
+		t.Fatalf("the writer's tools: %s, want 14", got)
 	}
 	w.ok("append_event", map[string]any{"content": "written over OAuth"})
 	w.ok("checkpoint", map[string]any{"summary": "OAuth works"})
@@ -492,8 +492,8 @@ func TestStaticTokenScopes(t *testing.T) {
 		t.Fatalf("token scopes: %v %s", err, out)
 	}
 	rv.ok("write_query", q("CREATE TABLE t(x)"))
-	if got := toolNames(t, rv); strings.Count(got, ",") != 11 {
-		t.Fatalf("reviewer's tools after token scopes: %s, want 12", got)
+	if got := toolNames(t, rv); strings.Count(got, ",") != 12 {
+		t.Fatalf("reviewer's tools after token scopes: %s, want 13", got)
 	}
 	list, _ := exec.Command(serverBin, "token", "list", "--auth-tokens", tokensFile).Output()
 	if !strings.Contains(string(list), "reviewer  memory:read,memory:write  ") {
@@ -726,7 +726,7 @@ func TestOAuthAuthorizationCodePKCE(t *testing.T) {
 		t.Fatalf("initialize with the token: %v\n%s", err, tail(m.log.String(), 2000))
 	}
 	s := &session{t: t, c: c, db: db, cmd: m.cmd}
-	if got := sortedList(toolNames(t, s)); got != "append_event,checkpoint,create_view,describe_table,get_resume_context,get_schema,list_tables,read_query,search_text,snapshot,verify_chain,write_query" {
+	if got := sortedList(toolNames(t, s)); got != "append_event,checkpoint,create_view,describe_table,get_resume_context,get_schema,list_tables,read_query,recall,search_text,snapshot,verify_chain,write_query" {
 		t.Fatalf("tools for memory:read and memory:write: %s", got)
 	}
 	s.ok("append_event", map[string]any{"content": "signed in as a person"})
