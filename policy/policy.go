@@ -73,11 +73,14 @@ const (
 	// IndexRecall is the recall index: contentless FTS5, stemmed, with
 	// identifier parts, over events and checkpoint summaries (issue 47).
 	IndexRecall = "memory_recall"
+	// TableVectors holds an embedding vector per event and checkpoint
+	// summary when the server runs with --embedding-model (issue 47).
+	TableVectors = "memory_vectors"
 )
 
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
-var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
+var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, TableVectors}
 
 // ServerIndexes are the server's full-text indexes of the memory (FTS5
 // tables with external content, and the contentless recall index, SPEC
