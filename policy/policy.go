@@ -104,6 +104,13 @@ func IsProtected(name string) bool {
 	return IsServerIndex(name) != ""
 }
 
+// IsHidden reports whether list_tables leaves name out: a server index
+// or its shadow table, or the vector table (read by recall, not by
+// agents; the connect-time instructions name the recall index).
+func IsHidden(name string) bool {
+	return IsServerIndex(name) != "" || rawsqlite.SameName(name, TableVectors)
+}
+
 // IsServerIndex returns the server index that name is, or whose shadow
 // table it is, or "".
 func IsServerIndex(name string) string {
