@@ -1,9 +1,12 @@
 package embed
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
@@ -40,7 +43,13 @@ type Model struct {
 	table  []float32 // vocab rows of dim
 	tok    *tokenizer
 	source string // the directory, as given
+	id     string
 }
+
+// ID names the model by its contents: the first 16 hex digits of the
+// SHA-256 of its table and its tokenizer.json. Vectors stored with
+// another ID were made by another model.
+func (m *Model) ID() string { return m.id }
 
 // Dim is the vectors' number of dimensions.
 func (m *Model) Dim() int { return m.dim }
@@ -62,12 +71,13 @@ func Load(dir string) (*Model, error) {
 		return nil, fmt.Errorf("embedding model: %s is not a directory (want a directory holding %s and %s)", dir, WeightsFile, TokenizerFile)
 	}
 	weights := filepath.Join(dir, WeightsFile)
-	table, rows, dim, err := readSafetensors(weights)
+	h := sha256.New()
+	table, rows, dim, err := readSafetensors(weights, h)
 	if err != nil {
 		return nil, err
 	}
 	tokPath := filepath.Join(dir, TokenizerFile)
-	tok, err := readTokenizer(tokPath)
+	tok, err := readTokenizer(tokPath, h)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +86,7 @@ func Load(dir string) (*Model, error) {
 			return nil, fmt.Errorf("embedding model: %s: token %q has id %d, outside the %d rows of %s", tokPath, w, id, rows, weights)
 		}
 	}
-	return &Model{dim: dim, table: table, tok: tok, source: dir}, nil
+	return &Model{dim: dim, table: table, tok: tok, source: dir, id: hex.EncodeToString(h.Sum(nil))[:16]}, nil
 }
 
 // tensorInfo is one entry of a safetensors header.
@@ -89,7 +99,7 @@ type tensorInfo struct {
 // readSafetensors reads the F32 or F16 tensor "embeddings" of shape
 // [rows, dim] from path: an 8-byte little-endian header length, the JSON
 // header, then the data.
-func readSafetensors(path string) (table []float32, rows, dim int, err error) {
+func readSafetensors(path string, h hash.Hash) (table []float32, rows, dim int, err error) {
 	bad := func(format string, args ...any) ([]float32, int, int, error) {
 		return nil, 0, 0, fmt.Errorf("embedding model: %s: "+format, append([]any{path}, args...)...)
 	}
@@ -154,6 +164,8 @@ func readSafetensors(path string) (table []float32, rows, dim int, err error) {
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return bad("reading tensor %q: %v", TensorName, err)
 	}
+	h.Write(header)
+	h.Write(buf)
 	table = make([]float32, rows*dim)
 	for i := range table {
 		var v float32

@@ -3,6 +3,7 @@ package embed
 import (
 	"encoding/json"
 	"fmt"
+	"hash"
 	"os"
 	"strings"
 	"unicode"
@@ -63,7 +64,7 @@ func (n *normalizer) lowers() bool {
 	return false
 }
 
-func readTokenizer(path string) (*tokenizer, error) {
+func readTokenizer(path string, h hash.Hash) (*tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("embedding model: %w", err)
@@ -75,6 +76,7 @@ func readTokenizer(path string) (*tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedding model: %w", err)
 	}
+	h.Write(b)
 	var f tokenizerFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("embedding model: %s is not a tokenizer.json: %v", path, err)
