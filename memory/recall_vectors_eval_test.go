@@ -10,15 +10,17 @@ import (
 )
 
 // embeddingModelEnv names a Model2Vec directory for the evaluation with
-// vectors (scripts/embedding-model.sh DIR builds the GloVe one).
-const embeddingModelEnv = "MCP_SQLITE_EMBEDDING_MODEL"
+// vectors (scripts/embedding-model.sh builds the GloVe one). Not the
+// server's MCP_SQLITE_EMBEDDING_MODEL, which every server a test starts
+// would load.
+const embeddingModelEnv = "MCP_SQLITE_EVAL_EMBEDDING_MODEL"
 
-// evalModel loads the model named by MCP_SQLITE_EMBEDDING_MODEL, or skips.
+// evalModel loads the model named by MCP_SQLITE_EVAL_EMBEDDING_MODEL, or skips.
 func evalModel(t testing.TB) *embed.Model {
 	t.Helper()
 	dir := os.Getenv(embeddingModelEnv)
 	if dir == "" {
-		t.Skipf("no embedding model: scripts/embedding-model.sh DIR && %s=DIR go test -run %s ./memory", embeddingModelEnv, t.Name())
+		t.Skipf("no embedding model: %s=\"$(scripts/embedding-model.sh)\" go test -run %s ./memory", embeddingModelEnv, t.Name())
 	}
 	m, err := embed.Load(dir)
 	if err != nil {
@@ -60,7 +62,7 @@ func TestRecallEvaluationVectors(t *testing.T) {
 // BenchmarkFusionSweep prints the evaluation's figures for fusions around
 // DefaultFusion (as log lines, with -v), to choose it:
 //
-//	MCP_SQLITE_EMBEDDING_MODEL=DIR go test -run '^$' -bench FusionSweep -benchtime 1x -v ./memory
+//	MCP_SQLITE_EVAL_EMBEDDING_MODEL=DIR go test -run '^$' -bench FusionSweep -benchtime 1x -v ./memory
 func BenchmarkFusionSweep(b *testing.B) {
 	m := evalModel(b)
 	events, queries := loadEval(b)
@@ -75,8 +77,8 @@ func BenchmarkFusionSweep(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-	for _, depth := range []int{10, 20, 30, 50, 100} {
-		for _, w := range []float64{0.1, 0.15, 0.25, 0.5, 1} {
+	for _, depth := range []int{10, 30, 100} {
+		for _, w := range []float64{0.1, 0.15, 0.25, 0.5} {
 			for _, k := range []float64{20, 60} {
 				s.fusion = Fusion{Depth: depth, K: k, Weight: w}
 				show("depth " + strconv.Itoa(depth) + " k " + g(k) + " w " + g(w))
