@@ -81,6 +81,9 @@ func (s *Store) UseEmbeddings(ctx context.Context, m Embedder, f Fusion) error {
 		}
 		return tx.Commit()
 	}()
+	if err == nil && s.vectorInsert == nil {
+		s.vectorInsert, err = s.db.PrepareContext(ctx, vectorInsertSQL)
+	}
 	if err == nil {
 		s.emb, s.fusion = m, f
 	}
@@ -183,11 +186,7 @@ func (s *Store) vectorsThrough(ctx context.Context, tx *sql.Tx, checkpoints bool
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO `+TableVectors+` (id, model, vector) VALUES (?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
+	ins := tx.StmtContext(ctx, s.vectorInsert)
 	model := s.emb.ID()
 	for _, r := range todo {
 		id := r.id
@@ -202,9 +201,10 @@ func (s *Store) vectorsThrough(ctx context.Context, tx *sql.Tx, checkpoints bool
 }
 
 // vectorsUpTo writes, inside an append's transaction, the vectors of the
-// rows through id that have none: the new row, and those others appended
-// since (at most catchUpBatch; a longer backlog is the next start's).
-func (s *Store) vectorsUpTo(ctx context.Context, tx *sql.Tx, checkpoints bool, id int64) error {
+// rows through id that have none: the new row (whose text is text), and
+// those others appended since (at most catchUpBatch; a longer backlog is
+// the next start's).
+func (s *Store) vectorsUpTo(ctx context.Context, tx *sql.Tx, checkpoints bool, id int64, text string) error {
 	if s.emb == nil {
 		return nil
 	}
@@ -212,8 +212,19 @@ func (s *Store) vectorsUpTo(ctx context.Context, tx *sql.Tx, checkpoints bool, i
 	if err != nil || have >= id {
 		return err
 	}
-	return s.vectorsThrough(ctx, tx, checkpoints, max(have, id-catchUpBatch), id)
+	if have < id-1 {
+		return s.vectorsThrough(ctx, tx, checkpoints, max(have, id-catchUpBatch), id)
+	}
+	key := id
+	if checkpoints {
+		key = -id
+	}
+	_, err = tx.StmtContext(ctx, s.vectorInsert).ExecContext(ctx, key, s.emb.ID(), encodeVector(s.emb.Embed(recallText(text))))
+	return err
 }
+
+// vectorInsertSQL writes one vector row.
+const vectorInsertSQL = `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) VALUES (?, ?, ?)`
 
 // encodeVector is v as little-endian float32s (empty for nil).
 func encodeVector(v []float32) []byte {
