@@ -77,12 +77,25 @@ func TestVectorsWrittenWithTheRow(t *testing.T) {
 	if got := vectorRows(t, s, m.ID(), m.Dim()); !slices.Equal(got, []int64{-2, -1, 1, 2, 3}) {
 		t.Fatalf("after an append and a checkpoint: vector rows %v, want [-2 -1 1 2 3]", got)
 	}
+	// Rows appended without the model while it runs elsewhere (here: the
+	// model taken away for one append) get theirs with the next append.
+	s.emb = nil
+	if _, err := s.Append(ctx, "s", "note", "storage written without a vector"); err != nil {
+		t.Fatal(err)
+	}
+	s.emb = m
+	if got := vectorRows(t, s, m.ID(), m.Dim()); !slices.Equal(got, []int64{-2, -1, 1, 2, 3}) {
+		t.Fatalf("an append without the model wrote a vector: %v", got)
+	}
 	// A text with no known word is done, without a vector.
 	if _, err := s.Append(ctx, "s", "note", "zzz qqq"); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := s.db.QueryRow(`SELECT length(vector) FROM ` + TableVectors + ` WHERE id = 4`).Scan(&n); err != nil || n != 0 {
+	if got := vectorRows(t, s, m.ID(), m.Dim()); !slices.Equal(got, []int64{-2, -1, 1, 2, 3, 4, 5}) {
+		t.Fatalf("the append after a gap: vector rows %v, want [-2 -1 1 2 3 4 5]", got)
+	}
+	if err := s.db.QueryRow(`SELECT length(vector) FROM ` + TableVectors + ` WHERE id = 5`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the vector of a text without known words: %d bytes, %v", n, err)
 	}
 	// Another model: the old vectors are replaced.
@@ -93,7 +106,7 @@ func TestVectorsWrittenWithTheRow(t *testing.T) {
 	if err := s.UseEmbeddings(ctx, m2, DefaultFusion); err != nil {
 		t.Fatal(err)
 	}
-	if got := vectorRows(t, s, m2.ID(), m2.Dim()); !slices.Equal(got, []int64{-2, -1, 1, 2, 3, 4}) {
+	if got := vectorRows(t, s, m2.ID(), m2.Dim()); !slices.Equal(got, []int64{-2, -1, 1, 2, 3, 4, 5}) {
 		t.Fatalf("after a model change: vector rows %v", got)
 	}
 	if got := vectorRows(t, s, m.ID(), m.Dim()); len(got) != 0 {
