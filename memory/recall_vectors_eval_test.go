@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -31,7 +32,9 @@ func evalModel(t testing.TB) *embed.Model {
 
 // TestRecallEvaluationVectors runs the evaluation without and with the
 // model's vectors (DefaultFusion) on one file: with them, no suite may
-// rank worse than without, nor below the floors.
+// rank worse than without, nor below the floors. It logs the figures and
+// the misses only when it fails (.ci/winereport reads any logged line of
+// a test as a failure; BenchmarkFusionSweep prints figures).
 func TestRecallEvaluationVectors(t *testing.T) {
 	m := evalModel(t)
 	events, queries := loadEval(t)
@@ -40,21 +43,27 @@ func TestRecallEvaluationVectors(t *testing.T) {
 	if err := s.UseEmbeddings(context.Background(), m, DefaultFusion); err != nil {
 		t.Fatal(err)
 	}
+	var misses []string
 	fused := evaluate(t, s, ids, queries, func(q evalQuery, got []int64) {
-		if testing.Verbose() {
-			t.Logf("miss %-10s %q wants %v, got %v", q.suite, q.query, q.labels, got)
-		}
+		misses = append(misses, fmt.Sprintf("miss %-10s %q wants %v, got %v", q.suite, q.query, q.labels, got))
 	})
 	for _, suite := range evalSuites {
 		w, f, floor := words[suite], fused[suite], evalFloors[suite]
-		t.Logf("%-10s words   %v", suite, w)
-		t.Logf("%-10s vectors %v", suite, f)
 		const eps = 1e-9
 		if f.Recall5 < w.Recall5-eps || f.MRR10 < w.MRR10-eps {
 			t.Errorf("%s: with vectors %v, worse than without (%v)", suite, f, w)
 		}
 		if f.Recall5 < floor.Recall5 || f.MRR10 < floor.MRR10 {
 			t.Errorf("%s: with vectors %v, below the floor recall@5 %.2f, MRR@10 %.2f", suite, f, floor.Recall5, floor.MRR10)
+		}
+	}
+	if t.Failed() {
+		for _, suite := range evalSuites {
+			t.Logf("%-10s words   %v", suite, words[suite])
+			t.Logf("%-10s vectors %v", suite, fused[suite])
+		}
+		for _, m := range misses {
+			t.Log(m)
 		}
 	}
 }
