@@ -153,3 +153,35 @@ func TestHalf(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadF16 reads a table stored as F16: the same vectors as F32.
+func TestLoadF16(t *testing.T) {
+	dir := tinyModel(t, false)
+	// 8 rows of 2: every value 0.5 (0x3800) but row 1, (1, -2).
+	data := make([]byte, 0, 32)
+	for i := range 16 {
+		h := uint16(0x3800)
+		switch i {
+		case 2:
+			h = 0x3c00
+		case 3:
+			h = 0xc000
+		}
+		data = binary.LittleEndian.AppendUint16(data, h)
+	}
+	header := `{"embeddings":{"dtype":"F16","shape":[8,2],"data_offsets":[0,32]}}`
+	if err := os.WriteFile(filepath.Join(dir, WeightsFile), safetensors(header, data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Embed("cat")
+	want := []float32{1 / float32(math.Sqrt(5)), -2 / float32(math.Sqrt(5))}
+	for i := range want {
+		if d := got[i] - want[i]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("Embed(cat) from F16 = %v, want %v", got, want)
+		}
+	}
+}
