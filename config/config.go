@@ -49,6 +49,7 @@ type Config struct {
 	Replicate        string
 	Litestream       string
 	RG               string
+	EmbeddingModel   string // a Model2Vec directory (docs/recall.md); "": word ranking only
 	Sandbox          bool
 	Verbose          bool
 	HTTPConfig       // --http and its companions (SPEC 11, http.go)
@@ -183,6 +184,7 @@ func options() []option {
 		intOption("audit-query-bytes", "MCP_SQLITE_AUDIT_QUERY_BYTES", "65536", "bytes of a call's SQL an audit row keeps (longer SQL: this prefix, its length and sha256)", 256, 1<<30, func(c *Config, n int) { c.AuditQueryBytes = n }),
 		stringOption("replicate", []string{"MCP_SQLITE_REPLICATE"}, "", "Litestream config file: run `litestream replicate` beside the server, stopped with a final sync (docs/replication.md)", func(c *Config, v string) { c.Replicate = v }),
 		stringOption("litestream", []string{"MCP_SQLITE_LITESTREAM"}, "litestream", "Litestream binary for --replicate", func(c *Config, v string) { c.Litestream = v }),
+		stringOption("embedding-model", []string{"MCP_SQLITE_EMBEDDING_MODEL"}, "", "a Model2Vec static embedding model's directory (model.safetensors, tokenizer.json): recall re-ranks its word matches with vectors; never downloaded (docs/recall.md)", func(c *Config, v string) { c.EmbeddingModel = v }),
 		stringOption("rg", []string{"MCP_SQLITE_RG"}, "", "accepted for compatibility with the reference server; matching is built in", func(c *Config, v string) { c.RG = v }),
 		{flag: "sandbox", env: []string{"MCP_SQLITE_SANDBOX"}, def: "on", help: "on, or off for debugging only", apply: func(c *Config, v string) error {
 			switch strings.ToLower(v) {
@@ -285,6 +287,9 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (*Config,
 func (c *Config) check() error {
 	if c.Profile == ProfileReadonly && c.DB == "" {
 		c.DB = "shop.db"
+	}
+	if c.EmbeddingModel != "" && c.Profile == ProfileReadonly {
+		return &UsageError{"--embedding-model is for the memory profile (the readonly profile has no memory to recall)\nTry: drop --embedding-model, or --profile memory"}
 	}
 	if c.DefaultLimit > c.MaxRows {
 		return &UsageError{fmt.Sprintf("--default-limit %d is larger than --max-rows %d\nTry: --default-limit %d", c.DefaultLimit, c.MaxRows, c.MaxRows)}

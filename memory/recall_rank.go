@@ -226,7 +226,7 @@ func (s *Store) Recall(ctx context.Context, opt RecallOptions) (_ Recalled, err 
 		r.IndexLag, _ = s.indexLag(ctx)
 	}
 	f := recallFilter{checkpoints: true, kinds: r.Kinds, since: opt.Since, until: opt.Until, agent: opt.Agent}
-	hits, matched, err := s.rankWithin(ctx, match, f, opt.Limit, opt.Timeout)
+	hits, matched, fused, err := s.rankFused(ctx, opt.Query, match, f, opt.Limit, opt.Timeout)
 	if err != nil {
 		return Recalled{}, err
 	}
@@ -244,7 +244,11 @@ func (s *Store) Recall(ctx context.Context, opt RecallOptions) (_ Recalled, err 
 	} else if matched > n {
 		trailer += " (raise limit to see more)"
 	}
-	trailer += " | ranked by bm25 over stemmed words and identifier parts (memory_recall), ties newest first; score: higher is more relevant"
+	if fused {
+		trailer += fmt.Sprintf(" | ranked by bm25 over stemmed words and identifier parts (memory_recall), its best %d re-ranked with their embedding vectors' cosine to the query's (%s, reciprocal rank fusion, vector weight %g); score: bm25, higher is more relevant", s.fusion.Depth, TableVectors, s.fusion.Weight)
+	} else {
+		trailer += " | ranked by bm25 over stemmed words and identifier parts (memory_recall), ties newest first; score: higher is more relevant"
+	}
 	if filters := describeFilters(opt, r.Kinds); filters != "" {
 		trailer += "; filters: " + filters
 	}
@@ -268,6 +272,33 @@ func (s *Store) rankWithin(ctx context.Context, match string, f recallFilter, li
 	return budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
 		return rankRecall(ctx, tx, match, f, limit)
 	})
+}
+
+// rankFused is rankWithin, then, with an embedding model, the fusion of
+// the best fusion.Depth word matches with their vectors (fuseRecall) in
+// the same read transaction, cut to limit. fused reports whether vectors
+// took part.
+func (s *Store) rankFused(ctx context.Context, query, match string, f recallFilter, limit int, budget time.Duration) (_ []recallHit, _ int, fused bool, _ error) {
+	if s.emb == nil {
+		hits, n, err := s.rankWithin(ctx, match, f, limit, budget)
+		return hits, n, false, err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	hits, n, err := budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
+		hits, n, err := rankRecall(ctx, tx, match, f, max(limit, s.fusion.Depth))
+		if err == nil {
+			hits, fused, err = s.fuseRecall(ctx, tx, query, hits)
+		}
+		return hits, n, err
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return hits[:min(len(hits), limit)], n, fused, nil
 }
 
 // budgeted runs the recall's statements under the budget: the driver

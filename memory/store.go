@@ -126,7 +126,12 @@ type Store struct {
 	recalledEvents, recalledCheckpoints int64
 	noRecall                            bool
 	recallSource, recallInsert          *sql.Stmt
-	bg                                  background // the catch-up of a long backlog
+	// emb, when set (UseEmbeddings), writes a vector beside each row and
+	// recall fuses with them as fusion says.
+	emb          Embedder
+	fusion       Fusion
+	vectorInsert *sql.Stmt  // vectorInsertSQL, prepared by UseEmbeddings
+	bg           background // the catch-up of a long backlog
 	// opened is what Open changed in a file that was there (Opened).
 	opened Opened
 	// verifiers keeps one idle chain verifier between calls (see Verify).
@@ -445,7 +450,7 @@ func (s *Store) Close() error {
 	for _, fn := range fns {
 		fn()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints, s.recallSource, s.recallInsert} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.insertEvent, s.indexEvents, s.indexCheckpoints, s.recallSource, s.recallInsert, s.vectorInsert} {
 		if st != nil {
 			st.Close()
 		}
@@ -563,6 +568,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, session, kind, content
 		}
 		indexed = indexed && both
 	}
+	if err := s.vectorsUpTo(ctx, tx, false, e.ID, e.Content); err != nil {
+		return Event{}, false, fmt.Errorf("memory: append: vector: %w", err)
+	}
 	return e, indexed, nil
 }
 
@@ -626,6 +634,9 @@ func (s *Store) Checkpoint(ctx context.Context, session, summary string) (_ Chec
 			return Checkpoint{}, fmt.Errorf("memory: checkpoint: recall index: %w", err)
 		}
 		indexed = indexed && both
+	}
+	if err := s.vectorsUpTo(ctx, tx, true, c.ID, c.Summary); err != nil {
+		return Checkpoint{}, fmt.Errorf("memory: checkpoint: vector: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("memory: checkpoint: commit: %w", err)

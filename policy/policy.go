@@ -73,11 +73,14 @@ const (
 	// IndexRecall is the recall index: contentless FTS5, stemmed, with
 	// identifier parts, over events and checkpoint summaries (issue 47).
 	IndexRecall = "memory_recall"
+	// TableVectors holds an embedding vector per event and checkpoint
+	// summary when the server runs with --embedding-model (issue 47).
+	TableVectors = "memory_vectors"
 )
 
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
-var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors}
+var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, TableVectors}
 
 // ServerIndexes are the server's full-text indexes of the memory (FTS5
 // tables with external content, and the contentless recall index, SPEC
@@ -99,6 +102,13 @@ func IsProtected(name string) bool {
 		}
 	}
 	return IsServerIndex(name) != ""
+}
+
+// IsHidden reports whether list_tables leaves name out: a server index
+// or its shadow table, or the vector table (read by recall, not by
+// agents; the connect-time instructions name the recall index).
+func IsHidden(name string) bool {
+	return IsServerIndex(name) != "" || rawsqlite.SameName(name, TableVectors)
 }
 
 // IsServerIndex returns the server index that name is, or whose shadow

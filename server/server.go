@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/config"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/embed"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
@@ -141,6 +142,15 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		s.Close()
 		return nil, err
 	}
+	// The model too: a missing or malformed one stops the start before
+	// the file is touched.
+	var model *embed.Model
+	if cfg.EmbeddingModel != "" {
+		if model, err = embed.Load(cfg.EmbeddingModel); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w\n--embedding-model needs a directory holding a Model2Vec model (%s and %s; scripts/embedding-model.sh DIR builds one from GloVe); nothing is downloaded", err, embed.WeightsFile, embed.TokenizerFile)
+		}
+	}
 
 	if cfg.Profile == config.ProfileReadonly {
 		// Opens the --audit-db file only; this process never connects to
@@ -176,6 +186,13 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		}
 		s.store, s.auditor = store, audit.ForStore(store)
 		s.closers = append(s.closers, store)
+		if model != nil {
+			if err := store.UseEmbeddings(ctx, model, memory.DefaultFusion); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("open %s: %w", abs, err)
+			}
+			log.Info("recall re-ranks with embedding vectors", "model", cfg.EmbeddingModel, "id", model.ID(), "words", model.Vocab(), "dim", model.Dim())
+		}
 		if msg := before.changed(store.Opened()); msg != "" {
 			log.Warn(msg)
 		}

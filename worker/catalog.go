@@ -73,8 +73,8 @@ func (ex *executor) listTables() (*ipc.Response, error) {
 		if (o.typ != "table" && o.typ != "view") || o.shadow || strings.HasPrefix(strings.ToLower(o.name), "sqlite_") {
 			continue
 		}
-		if policy.IsServerIndex(o.name) != "" {
-			continue // the memory's full-text index: the instructions name it
+		if policy.IsHidden(o.name) {
+			continue // the memory's full-text indexes (the instructions name them) and vectors
 		}
 		rows := ""
 		// Views are not counted: counting one runs it, which may be slow.
