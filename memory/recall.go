@@ -140,41 +140,22 @@ func recallMatch(q string) (string, error) {
 	}
 	var out []string
 	seen := make(map[string]bool)
-	add := func(t recallTerm) {
-		// orders_7 is the phrase "orders 7" to FTS5 already: a form that
-		// reads as the same tokens would only make it read the same
-		// doclists twice.
-		if k := t.tokenKey(); !seen[k] {
-			seen[k] = true
-			out = append(out, t.fts())
-		}
-	}
 	for _, t := range terms {
-		add(t)
+		out = append(out, t.fts())
+		seen[strings.ToLower(t.fts())] = true
 	}
 	for _, t := range terms {
 		if t.phrase || t.prefix {
 			continue
 		}
 		for _, f := range identifierForms(t.text) {
-			add(recallTerm{text: f})
+			if q := (recallTerm{text: f}).fts(); !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
 		}
 	}
 	return strings.Join(out, " OR "), nil
-}
-
-// tokenKey is the term as the tokens FTS5's unicode61 reads from it
-// (runs of letters, digits and private-use characters, lower-cased), with
-// its prefix mark: two terms with one key match the same rows.
-func (t recallTerm) tokenKey() string {
-	words := strings.FieldsFunc(strings.ToLower(t.text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Co, r)
-	})
-	k := strings.Join(words, " ")
-	if t.prefix {
-		k += "*"
-	}
-	return k
 }
 
 // recallText is what the recall index holds of a text: the text, then the

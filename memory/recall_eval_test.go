@@ -27,7 +27,7 @@ var evalSuites = []string{"lexical", "morph", "paraphrase"}
 // rounded down. A change that ranks worse fails the build.
 var evalFloors = map[string]evalScore{
 	"lexical":    {Recall5: 1.00, MRR10: 0.97},
-	"morph":      {Recall5: 1.00, MRR10: 0.91},
+	"morph":      {Recall5: 1.00, MRR10: 0.92},
 	"paraphrase": {Recall5: 0.39, MRR10: 0.29},
 }
 

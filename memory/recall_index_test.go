@@ -47,12 +47,12 @@ func TestRecallMatch(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"login cookie", `"login" OR "cookie"`},
 		{"parse config", `"parse" OR "config"`},
-		{"parseConfig", `"parseConfig" OR "parse config"`},          // a phrase: the part "orders" of orders_7 may be in every event
-		{"cache_key etags", `"cache_key" OR "etags" OR "cachekey"`}, // "cache key" is the tokens "cache_key" reads as already
+		{"parseConfig", `"parseConfig" OR "parse config"`}, // a phrase: the part "orders" of orders_7 may be in every event
+		{"cache_key etags", `"cache_key" OR "etags" OR "cache key" OR "cachekey"`},
 		{"HTTPServer", `"HTTPServer" OR "http server"`},
-		{"a_b_c_d_e_f_g_h_i", `"a_b_c_d_e_f_g_h_i" OR "abcdefghi"`},             // no phrase of more than 8 words
-		{"parseConfig parse_config", `"parseConfig" OR "parse_config"`},         // a form already asked for (parseconfig; parse config, as parse_config reads) is not repeated
-		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`}, // phrases and prefixes as written
+		{"a_b_c_d_e_f_g_h_i", `"a_b_c_d_e_f_g_h_i" OR "abcdefghi"`},                       // no phrase of more than 8 words
+		{"parseConfig parse_config", `"parseConfig" OR "parse_config" OR "parse config"`}, // a form already asked for (parseconfig, case aside) is not repeated
+		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`},           // phrases and prefixes as written
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
