@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/httpguard"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/oauth"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/server/tokens"
 )
@@ -117,7 +118,8 @@ func (v *revocations) bind(r *http.Request, agent string) (ctx context.Context, 
 	if v == nil {
 		return r.Context(), func() {}
 	}
-	hash := tokens.Hash(bearerOf(r))
+	tok, _ := httpguard.BearerToken(r) // as the front door read it
+	hash := tokens.Hash(tok)
 	v.mu.Lock()
 	if v.known[agent].hash != hash {
 		// A token added since the last look (the guard's lookup read the
@@ -213,16 +215,6 @@ func (v *revocations) revoked(agent string, fileErr error) {
 		why = "the token file cannot be used: " + fileErr.Error()
 	}
 	v.s.log.Info("agent revoked: its calls in flight are cancelled, its streams and sessions ended", "agent", agent, "why", why, "sessions", ended, "questions", questions)
-}
-
-// bearerOf is the token of a request's Authorization header, as the
-// guard reads it.
-func bearerOf(r *http.Request) string {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
 }
 
 // dropAgent audits every question of agent still waiting for its retry
