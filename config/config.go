@@ -53,6 +53,7 @@ type Config struct {
 	Sandbox          bool
 	Verbose          bool
 	HTTPConfig       // --http and its companions (SPEC 11, http.go)
+	ClusterConfig    // --rqlite and --rqlite-data (SPEC 13, cluster.go)
 }
 
 // --confirm values (SPEC 5.5).
@@ -106,6 +107,13 @@ func stringOption(flagName string, env []string, def, help string, set func(*Con
 }
 
 func options() []option {
+	all := serverOptions()
+	verbose := len(all) - 1
+	// Cluster mode (SPEC 13, cluster.go) before --verbose, as --help lists them.
+	return append(append(all[:verbose:verbose], clusterOptions()...), all[verbose])
+}
+
+func serverOptions() []option {
 	return []option{
 		stringOption("db", []string{"MCP_SQLITE_DB", "DATABASE_PATH"}, "", "database file (created with its folder if missing; readonly profile: shop.db)", func(c *Config, v string) { c.DB = v }),
 		{flag: "profile", env: []string{"MCP_SQLITE_PROFILE"}, def: ProfileMemory, help: "memory (all tools) or readonly (three JSON tools, database opened read-only)", apply: func(c *Config, v string) error {
@@ -303,6 +311,9 @@ func (c *Config) check() error {
 	if err := c.checkHTTP(); err != nil {
 		return err
 	}
+	if err := c.checkCluster(); err != nil {
+		return err
+	}
 	if c.DB != "" && c.SnapshotDir == "" {
 		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), Stem(c.DB)+".snapshots")
 	}
@@ -311,7 +322,7 @@ func (c *Config) check() error {
 
 // RequireDB reports the missing --db as a usage error.
 func (c *Config) RequireDB() error {
-	if c.DB == "" {
+	if c.DB == "" && !c.Clustered() {
 		return &UsageError{"no database given\nTry: mcp-sqlite-memory --db ./memory.db   (or set MCP_SQLITE_DB)"}
 	}
 	return nil
