@@ -52,8 +52,9 @@ const (
 //   - the chain guard, a UNIQUE index on memory_events(prev_hash): two
 //     fronts that read the same head compute events with the same
 //     prev_hash, and only the first INSERT stands (the genesis prev_hash
-//     is used once too). The id's PRIMARY KEY refuses the second as well;
-//     the index also refuses a fork whose id was made up.
+//     is used once too). On the same head the id's PRIMARY KEY fails
+//     first (SQLite checks it before the indexes); the index refuses what
+//     the key cannot: an event on a taken prev_hash under another id.
 //   - the guard table: one row per guard, k (guardSchema, guardRows,
 //     guardStored) and ok, whose CHECK fails the statement, and with
 //     rqlite's ?transaction the whole request, when the guard's condition
