@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -500,5 +501,123 @@ func TestClusterSchemaServedLocally(t *testing.T) {
 	}
 	if v, err := s.Verify(context.Background()); err != nil || !v.OK || v.Events != 2 {
 		t.Fatalf("Verify = %+v, %v", v, err)
+	}
+}
+
+// TestClusterFrontsAppendAtOnce: three fronts, each with its own
+// connections, append through plans at once, as over rqlite: a front
+// that lost the race for the head plans again on the new one, and one
+// whose outcome it pretends not to know finds its event by hash instead
+// of appending it again. The result is one chain holding every event
+// once, each indexed once.
+func TestClusterFrontsAppendAtOnce(t *testing.T) {
+	ctx := context.Background()
+	path, _ := clusterFile(t, false)
+	const fronts, each = 3, 40
+	ts := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	errs := make(chan error, fronts)
+	var conflicts struct{ lost, found atomic.Int64 }
+	for f := range fronts {
+		db := rawDB(t, path)
+		go func() {
+			errs <- func() error {
+				for i := range each {
+					content := fmt.Sprintf("front %d event %d cache_key", f, i)
+					var last Event  // the event of a try whose outcome is unknown
+					var lastOK bool // and whether that try in fact committed
+					for try := 0; ; try++ {
+						if try > 100 {
+							return fmt.Errorf("%s: no append after %d tries", content, try)
+						}
+						if last.Hash != "" {
+							_, found, err := FindEvent(ctx, db, last.Hash)
+							if err != nil {
+								return err
+							}
+							if found != lastOK {
+								return fmt.Errorf("%s: FindEvent found=%v after a try that committed=%v", content, found, lastOK)
+							}
+							if found {
+								conflicts.found.Add(1)
+								break
+							}
+							last = Event{}
+						}
+						head, err := ReadHead(ctx, db)
+						if err != nil {
+							return err
+						}
+						e, plan, err := PlanAppend(head, ts, fmt.Sprintf("s-%d", f), "note", content, nil)
+						if err != nil {
+							return err
+						}
+						err = applyPlan(ctx, db, plan)
+						if i%7 == 3 && try == 0 {
+							last, lastOK = e, err == nil // pretend the answer was lost
+							continue
+						}
+						if err == nil {
+							break
+						}
+						if ChainConflict(err.Error()) {
+							conflicts.lost.Add(1)
+						} else if !errors.Is(markBusy(err), ErrBusy) {
+							return err
+						}
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range fronts {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d races for the head lost and planned again; %d events of an unknown outcome found by hash", conflicts.lost.Load(), conflicts.found.Load())
+	node, err := OpenNode(ctx, path, nil, DefaultFusion, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if v, err := node.Verify(ctx); err != nil || !v.OK || v.Events != fronts*each {
+		t.Fatalf("Verify = %+v, %v; want one intact chain of %d", v, err, fronts*each)
+	}
+	var distinct, fts, recall int
+	if err := node.db.QueryRow(`SELECT (SELECT count(DISTINCT content) FROM memory_events), (SELECT count(*) FROM memory_events_fts_docsize), (SELECT count(*) FROM memory_recall_docsize)`).
+		Scan(&distinct, &fts, &recall); err != nil {
+		t.Fatal(err)
+	}
+	if distinct != fronts*each || fts != fronts*each || recall != fronts*each {
+		t.Fatalf("%d distinct contents, %d and %d index rows; want %d of each", distinct, fts, recall, fronts*each)
+	}
+	if r, err := node.Recall(ctx, RecallOptions{Query: "cache_key", Limit: 1}); err != nil || r.Matched != fronts*each {
+		t.Fatalf("Recall matched %d, %v; want %d", r.Matched, err, fronts*each)
+	}
+}
+
+// TestClusterErrorWords: the errors the fronts tell apart, as SQLite
+// words them through modernc and as rqlite reports them.
+func TestClusterErrorWords(t *testing.T) {
+	for _, tc := range []struct {
+		msg             string
+		conflict, guard bool
+	}{
+		{"UNIQUE constraint failed: memory_events.id", true, false},
+		{"constraint failed: UNIQUE constraint failed: memory_events.prev_hash (2067)", true, false},
+		{"UNIQUE constraint failed: memory_events.hash", false, false},
+		{"UNIQUE constraint failed: notes.id", false, false},
+		{"CHECK constraint failed: ok = 1", false, true},
+		{"constraint failed: CHECK constraint failed: ok = 1 (275)", false, true},
+		{"CHECK constraint failed: price > 0", false, false},
+		{"database is locked", false, false},
+	} {
+		if got := ChainConflict(tc.msg); got != tc.conflict {
+			t.Errorf("ChainConflict(%q) = %v", tc.msg, got)
+		}
+		if got := GuardFailed(tc.msg); got != tc.guard {
+			t.Errorf("GuardFailed(%q) = %v", tc.msg, got)
+		}
 	}
 }
