@@ -284,6 +284,9 @@ func OpenNode(ctx context.Context, path string, emb Embedder, fusion Fusion, log
 		return nil, fmt.Errorf("memory: %s: %w", s.path, markBusy(err))
 	}
 	s.fts = indexes == 3
+	// No background catch-up: it could only fail on this file, again at
+	// every recall.
+	s.bg.closed = true
 	if emb != nil && vectors == 1 {
 		s.emb, s.fusion = emb, fusion
 	}

@@ -621,3 +621,26 @@ func TestClusterErrorWords(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterSchemaIsTheLocalSchema: a cluster's sqlite_master is a local
+// file's, object for object and byte for byte, plus the two guards.
+func TestClusterSchemaIsTheLocalSchema(t *testing.T) {
+	_, db := clusterFile(t, false)
+	local := openStore(t, filepath.Join(t.TempDir(), "local.db"))
+	schema := func(db *sql.DB) []string {
+		var out []string
+		for _, row := range masterRows(t, db) {
+			f := strings.SplitN(row, "|", 5) // type|name|tbl|rootpage|sql: the page may differ
+			out = append(out, f[0]+"|"+f[1]+"|"+f[2]+"|"+f[4])
+		}
+		return out
+	}
+	got, want := schema(db), schema(local.db)
+	guards := []string{
+		"index|" + IndexChainGuard + "|" + TableEvents + `|true|"CREATE UNIQUE INDEX memory_events_prev_hash ON memory_events(prev_hash)"`,
+		"table|" + TableClusterGuard + "|" + TableClusterGuard + `|true|"CREATE TABLE memory_cluster_guard (k INTEGER PRIMARY KEY, ok INTEGER NOT NULL CHECK (ok = 1))"`,
+	}
+	if !slices.Equal(got, append(want, guards...)) {
+		t.Fatalf("cluster schema:\n%s\nlocal schema and the guards:\n%s", strings.Join(got, "\n"), strings.Join(append(want, guards...), "\n"))
+	}
+}
