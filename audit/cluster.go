@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"database/sql/driver"
 	"time"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
@@ -16,5 +17,13 @@ import (
 // before Audit.
 func ClusterInsert(e Entry) memory.Stmt {
 	r := newRow(e, time.Now)
-	return memory.Stmt{SQL: insertAudit, Args: []any{r.ts, r.session, r.tool, r.query, r.ok, r.rows, r.errText, r.durationMS, r.detail}}
+	return memory.Stmt{SQL: insertAudit, Args: []any{r.ts, r.session, r.tool, plain(r.query), int64(r.ok), plain(r.rows), plain(r.errText), r.durationMS, plain(r.detail)}}
+}
+
+// plain is a nullable column's value as a plan argument: nil, string or
+// int64, which JSON carries to rqlite as they are (a sql.NullString would
+// arrive as an object).
+func plain(v driver.Valuer) any {
+	x, _ := v.Value() // the Null types' Value never fails
+	return x
 }

@@ -93,3 +93,20 @@ func TestClusterInsertEqualsQueue(t *testing.T) {
 		t.Fatalf("the bounded row or the ts is not as written: %s / %s", got[3], got[0])
 	}
 }
+
+// TestClusterInsertArgsAreJSON: ClusterInsert's arguments are nil, int64
+// or string, which JSON carries to rqlite unchanged.
+func TestClusterInsertArgsAreJSON(t *testing.T) {
+	for _, e := range []Entry{
+		{Tool: "t"},
+		{Tool: "t", Query: sql.NullString{String: "q", Valid: true}, Rows: sql.NullInt64{Int64: 3, Valid: true}, Error: "e", Detail: map[string]any{"a": 1}, OK: true},
+	} {
+		for i, arg := range ClusterInsert(e).Args {
+			switch arg.(type) {
+			case nil, int64, string:
+			default:
+				t.Errorf("argument %d of %+v is a %T", i, e, arg)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,7 +29,10 @@ import (
 // text and must reach the same bytes. Nothing here talks to rqlite.
 
 // Stmt is one statement of a plan with its arguments (positional, as "?").
-// The cluster client sends it as rqlite's ["SQL", arg, ...] form.
+// The cluster client sends it as rqlite's ["SQL", arg, ...] form, so every
+// argument is a value JSON carries as it is: nil, int64 or string (a
+// vector goes as hex, decoded by unhex() in the statement: rqlite would
+// store a JSON []byte, base64, as TEXT).
 type Stmt struct {
 	SQL  string
 	Args []any
@@ -184,7 +188,8 @@ func PlanAppend(head Head, ts time.Time, session, kind, content string, emb Embe
 		{SQL: recallInsertSQL, Args: []any{e.ID, recallText(e.Content), e.Kind}},
 	}
 	if emb != nil {
-		plan = append(plan, Stmt{SQL: vectorInsertSQL, Args: []any{e.ID, emb.ID(), encodeVector(emb.Embed(recallText(e.Content)))}})
+		plan = append(plan, Stmt{SQL: `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) VALUES (?, ?, unhex(?))`,
+			Args: []any{e.ID, emb.ID(), hex.EncodeToString(encodeVector(emb.Embed(recallText(e.Content))))}})
 	}
 	return e, plan, nil
 }
@@ -229,8 +234,8 @@ func PlanCheckpoint(head Head, ts time.Time, session, summary string, emb Embedd
 			Args: []any{recallText(c.Summary)}},
 	}
 	if emb != nil {
-		plan = append(plan, Stmt{SQL: `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) SELECT -` + newestCheckpoint + `, ?, ?`,
-			Args: []any{emb.ID(), encodeVector(emb.Embed(recallText(c.Summary)))}})
+		plan = append(plan, Stmt{SQL: `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) SELECT -` + newestCheckpoint + `, ?, unhex(?)`,
+			Args: []any{emb.ID(), hex.EncodeToString(encodeVector(emb.Embed(recallText(c.Summary))))}})
 	}
 	return c, plan, nil
 }

@@ -644,3 +644,28 @@ func TestClusterSchemaIsTheLocalSchema(t *testing.T) {
 		t.Fatalf("cluster schema:\n%s\nlocal schema and the guards:\n%s", strings.Join(got, "\n"), strings.Join(append(want, guards...), "\n"))
 	}
 }
+
+// TestClusterPlanArgsAreJSON: every argument of every plan is nil, int64
+// or string, which JSON carries to rqlite unchanged (a []byte would be
+// stored as base64 TEXT, a sql.Null* as an object).
+func TestClusterPlanArgsAreJSON(t *testing.T) {
+	emb := tinyEmbedder(t, 0)
+	head := Head{ID: 3, Hash: strings.Repeat("b", 64)}
+	_, a, _ := PlanAppend(head, time.Now(), "s", "k", "database storage", emb)
+	_, c, _ := PlanCheckpoint(head, time.Now(), "s", "login session", emb)
+	plans := map[string][]Stmt{
+		"schema": ClusterSchema(), "vectors": ClusterVectorSchema(), "append": a, "checkpoint": c,
+		"guards": {SchemaGuard(7), UpdateRowsGuard(1000)},
+	}
+	for name, plan := range plans {
+		for i, s := range plan {
+			for j, arg := range s.Args {
+				switch arg.(type) {
+				case nil, int64, string:
+				default:
+					t.Errorf("%s statement %d argument %d is a %T", name, i, j, arg)
+				}
+			}
+		}
+	}
+}
