@@ -31,7 +31,8 @@ import (
 // of the server's own (name and SQL exactly those it creates) and either
 // fires on a write to a server table or reads or writes one. An index on
 // a server table (as SQLite's pragma_index_list reports it) is foreign
-// unless it is the server's (query_log_ts) or SQLite's own for a
+// unless it is the server's (query_log_ts; in a cluster also
+// memory_events_prev_hash, see cluster.go) or SQLite's own for a
 // constraint of the table. Any other object that holds
 // a server name (a view named memory_events_fts, a query_errors view with
 // another definition) is foreign too.
@@ -79,7 +80,7 @@ func (e *ForeignObjectsError) Error() string {
 // "IF NOT EXISTS").
 var ownObjects = func() map[string]string {
 	m := make(map[string]string)
-	for _, stmt := range slices.Concat(eventsDDL, auditDDL) {
+	for _, stmt := range slices.Concat(eventsDDL, auditDDL, clusterDDL) {
 		if mm := ddlName.FindStringSubmatch(stmt); mm != nil && !strings.HasPrefix(stmt, "CREATE TABLE") {
 			m[rawsqlite.FoldName(mm[1])] = strings.Replace(stmt, "IF NOT EXISTS ", "", 1)
 		}

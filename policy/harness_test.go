@@ -45,6 +45,10 @@ var fullSchema = []string{
 	`CREATE VIRTUAL TABLE memory_checkpoints_fts USING fts5(summary, content='memory_checkpoints', content_rowid='id', tokenize="unicode61 remove_diacritics 2 tokenchars '_'")`,
 	`INSERT INTO memory_events_fts(rowid, content, kind) SELECT id, content, kind FROM memory_events`,
 	`INSERT INTO memory_checkpoints_fts(rowid, summary) SELECT id, summary FROM memory_checkpoints`,
+	// A cluster's guards (SPEC 13), as memory/cluster.go makes them.
+	`CREATE UNIQUE INDEX memory_events_prev_hash ON memory_events(prev_hash)`,
+	`CREATE TABLE memory_cluster_guard (k INTEGER PRIMARY KEY, ok INTEGER NOT NULL CHECK (ok = 1))`,
+	`INSERT INTO memory_cluster_guard VALUES (1, 1)`,
 
 	`CREATE TABLE notes(id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT, tag TEXT UNIQUE)`,
 	`INSERT INTO notes(body, tag) VALUES ('first', 'a'), ('second', 'b')`,

@@ -16,12 +16,17 @@ func TestIsHidden(t *testing.T) {
 		{"query_log", false},
 		{"memory_vectors_x", false},
 		{"notes", false},
+		{"memory_cluster_guard", true},
+		{"MEMORY_CLUSTER_GUARD", true},
+		{"memory_cluster_guard_x", false},
 	} {
 		if got := IsHidden(tc.name); got != tc.hidden {
 			t.Errorf("IsHidden(%q) = %v, want %v", tc.name, got, tc.hidden)
 		}
 	}
-	if !IsProtected("memory_vectors") {
-		t.Error("memory_vectors is not protected")
+	for _, name := range []string{"memory_vectors", "memory_cluster_guard", "memory_events_prev_hash"} {
+		if !IsProtected(name) {
+			t.Errorf("%s is not protected", name)
+		}
 	}
 }

@@ -76,11 +76,18 @@ const (
 	// TableVectors holds an embedding vector per event and checkpoint
 	// summary when the server runs with --embedding-model (issue 47).
 	TableVectors = "memory_vectors"
+	// TableClusterGuard and IndexChainGuard exist only in a cluster (SPEC
+	// 13, package memory's ClusterSchema): one row per guard (schema
+	// version, rows changed, row stored) whose CHECK fails the whole
+	// request, and the UNIQUE index on memory_events(prev_hash) that keeps
+	// two fronts from appending on the same head.
+	TableClusterGuard = "memory_cluster_guard"
+	IndexChainGuard   = "memory_events_prev_hash"
 )
 
 // ProtectedTables are the server's own objects (query_errors is a view):
 // readable, never changed through SQL tools.
-var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, TableVectors}
+var ProtectedTables = [...]string{TableEvents, TableCheckpoints, TableQueryLog, ViewQueryErrors, TableVectors, TableClusterGuard, IndexChainGuard}
 
 // ServerIndexes are the server's full-text indexes of the memory (FTS5
 // tables with external content, and the contentless recall index, SPEC
@@ -105,10 +112,11 @@ func IsProtected(name string) bool {
 }
 
 // IsHidden reports whether list_tables leaves name out: a server index
-// or its shadow table, or the vector table (read by recall, not by
-// agents; the connect-time instructions name the recall index).
+// or its shadow table, the vector table (read by recall, not by agents;
+// the connect-time instructions name the recall index), or a cluster's
+// guard table.
 func IsHidden(name string) bool {
-	return IsServerIndex(name) != "" || rawsqlite.SameName(name, TableVectors)
+	return IsServerIndex(name) != "" || rawsqlite.SameName(name, TableVectors) || rawsqlite.SameName(name, TableClusterGuard)
 }
 
 // IsServerIndex returns the server index that name is, or whose shadow

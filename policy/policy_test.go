@@ -127,6 +127,11 @@ var policyCases = []policyCase{
 	{name: "update", sql: `UPDATE notes SET body = 'u' WHERE id = 1`, sel: ro, read: ro + ": UPDATE is not allowed in read_query; " + useWrite, write: ok, destr: ok,
 		check: `SELECT body = 'u' FROM notes WHERE id = 1`},
 	{name: "update protected checkpoints", sql: `UPDATE memory_checkpoints SET summary = 'x'`, sel: ro, read: pt, write: pt, destr: pt + ": memory_checkpoints is managed by the server"},
+	{name: "read cluster guard", sql: `SELECT k, ok FROM memory_cluster_guard`, sel: ok, read: ok, write: ok, destr: ok},
+	{name: "write cluster guard", sql: `INSERT OR REPLACE INTO memory_cluster_guard(k, ok) VALUES (1, 1)`, sel: ro, read: pt, write: pt, destr: pt + ": memory_cluster_guard is managed by the server"},
+	{name: "delete cluster guard", sql: `DELETE FROM memory_cluster_guard`, sel: ro, read: pt, write: pt, destr: pt + ": memory_cluster_guard is managed by the server"},
+	{name: "drop cluster guard", sql: `DROP TABLE memory_cluster_guard`, sel: ro, read: pt, write: pt, destr: pt + ": memory_cluster_guard is managed by the server"},
+	{name: "drop chain guard index", sql: `DROP INDEX memory_events_prev_hash`, sel: ro, read: pt, write: pt, destr: pt + ": memory_events"},
 	{name: "insert protected query_log", sql: `INSERT INTO query_log(ts, session, tool, ok, duration_ms) VALUES ('t', 's', 'x', 1, 0)`, sel: ro, read: pt, write: pt, destr: pt + ": query_log is managed by the server"},
 	// SQLite refuses writes to a view without INSTEAD OF triggers before it
 	// asks the authorizer.
