@@ -296,7 +296,8 @@ func (c *Client) attempt(ctx context.Context, node string, r *request) (verdict,
 	}
 	text := readText(resp.Body)
 	switch {
-	case resp.StatusCode == http.StatusServiceUnavailable:
+	case resp.StatusCode == http.StatusServiceUnavailable || refusedBeforeApply(text):
+		// 503, or 500 "leader address: leader not found".
 		return noLeader, fmt.Errorf("no leader (%d %s)", resp.StatusCode, text)
 	case r.write && resp.StatusCode >= 500:
 		// rqlite answers 500 when a forwarded write failed at the

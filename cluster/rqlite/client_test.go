@@ -118,6 +118,10 @@ func TestExecuteFailover(t *testing.T) {
 		{name: "first unreachable", first: nil, second: answer(okExec), secondHits: 1},
 		{name: "first has no leader (503)", first: status(503, "leader not found"), second: answer(okExec), secondHits: 1},
 		{name: "first forwards to an old leader", first: answer(`{"results":[],"error":"node failed to process Execute on remote node at 127.0.0.1:4002: not leader"}`), second: answer(okExec), secondHits: 1},
+		// As rqlite v8.43.4 answered with its leader just killed.
+		{name: "first cannot dial the old leader", first: answer(`{"results":[],"error":"node failed to process Execute on remote node at 127.0.0.1:45677: pool get: dial tcp 127.0.0.1:45677: connect: connection refused"}`), second: answer(okExec), secondHits: 1},
+		{name: "first could not write to the old leader", first: answer(`{"results":[],"error":"node failed to process Execute on remote node at 127.0.0.1:45677: write protobuf bytes: write tcp 127.0.0.1:37734->127.0.0.1:45677: write: broken pipe"}`), second: answer(okExec), secondHits: 1},
+		{name: "first knows no leader (500)", first: status(500, "leader address: leader not found"), second: answer(okExec), secondHits: 1},
 		{name: "first not ready", first: answer(`{"results":[],"error":"store not ready"}`), second: answer(okExec), secondHits: 1},
 		{name: "statement error is final", first: answer(`{"results":[{"last_insert_id":3,"rows_affected":1},{"error":"UNIQUE constraint failed: t.id"}],"raft_index":4}`), second: answer(okExec),
 			wantErr: errcode.SQL, secondHits: 0, inMessage: "statement 1 failed: UNIQUE constraint failed: t.id; the request was rolled back as a whole"},

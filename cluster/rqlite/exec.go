@@ -203,7 +203,7 @@ func readWire(resp *http.Response, write bool) (*wireResponse, verdict, error) {
 	}
 	if w.Error != "" {
 		if refusedBeforeApply(w.Error) {
-			return nil, noLeader, fmt.Errorf("no leader (%s)", w.Error)
+			return nil, noLeader, fmt.Errorf("not served: %s", w.Error)
 		}
 		return nil, maybeSent, fmt.Errorf("the node answered %q", w.Error)
 	}
@@ -215,11 +215,37 @@ func readWire(resp *http.Response, write bool) (*wireResponse, verdict, error) {
 
 // refusedBeforeApply says whether a request-wide error of rqlite means the
 // request never entered the Raft log: the node (or the leader it forwarded
-// to) was not the leader or not ready. Every other error, "leadership lost
-// while committing log" first, may follow an applied write.
+// to) was not the leader or not ready, or the node could not hand the
+// whole request to the leader. Every other error ("leadership lost while
+// committing log", a forwarded request whose answer was lost) may follow
+// an applied write.
 func refusedBeforeApply(msg string) bool {
 	for _, s := range []string{"not leader", "leader not found", "store not open", "store not ready"} {
 		if strings.HasSuffix(msg, s) {
+			return true
+		}
+	}
+	// A follower forwards over rqlite's cluster connection and words its
+	// failures "node failed to process Execute on remote node at ADDR:
+	// CAUSE" (v8.43.4 cluster/client.go). These causes come before the
+	// leader could have read the whole request: no connection, or the
+	// write of the request itself failed.
+	const prefix, at = "node failed to process ", " on remote node at "
+	if !strings.HasPrefix(msg, prefix) {
+		return false
+	}
+	i := strings.Index(msg, at)
+	if i < 0 {
+		return false
+	}
+	rest := msg[i+len(at):]
+	j := strings.Index(rest, ": ")
+	if j < 0 {
+		return false
+	}
+	cause := rest[j+2:]
+	for _, p := range []string{"pool get: ", "write length: ", "write protobuf bytes: ", "command marshal: "} {
+		if strings.HasPrefix(cause, p) {
 			return true
 		}
 	}

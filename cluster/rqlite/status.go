@@ -177,7 +177,7 @@ func (c *Client) Load(ctx context.Context, r io.Reader) error {
 			}
 			if w.Error != "" {
 				if refusedBeforeApply(w.Error) {
-					return noLeader, fmt.Errorf("no leader (%s)", w.Error)
+					return noLeader, fmt.Errorf("not served: %s", w.Error)
 				}
 				return maybeSent, fmt.Errorf("the node answered %q", w.Error)
 			}
