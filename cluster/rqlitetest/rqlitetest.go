@@ -259,6 +259,25 @@ func (c *Cluster) Running(i int) bool {
 	return nd.cmd != nil
 }
 
+// errExited: a node ended by itself; waiting longer is no use.
+var errExited = errors.New("exited")
+
+// exited says whether node i, started and not killed, has ended.
+func (c *Cluster) exited(i int) bool {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return false
+	}
+	select {
+	case <-nd.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Leader returns the index of the running node that says it is the leader,
 // or -1.
 func (c *Cluster) Leader() int {
@@ -296,6 +315,9 @@ func (c *Cluster) waitAgreed(ctx context.Context, leader *int) error {
 			}
 			return nil
 		}
+		if errors.Is(err, errExited) {
+			return err
+		}
 		last = err
 		select {
 		case <-ctx.Done():
@@ -310,6 +332,9 @@ func (c *Cluster) agreed(ctx context.Context) (int, error) {
 	for i, nd := range c.nodes {
 		if !c.Running(i) {
 			continue
+		}
+		if c.exited(i) {
+			return -1, fmt.Errorf("node %s %w (a port taken? see its log, printed below)", nd.id, errExited)
 		}
 		st, err := c.client.Status(ctx, c.URL(i))
 		if err != nil {
