@@ -89,7 +89,11 @@ func DivergentCall(program []Op) *Divergent {
 			if why, bad := divergentAlways[name]; bad {
 				return &Divergent{Function: name, Trigger: triggerOf(seg), Why: why, Clock: strings.HasPrefix(name, "current_")}
 			}
-			if times, ok := timeValueArgs[name]; ok {
+			// PureFunc is a call in a CHECK constraint, an index
+			// expression or a generated column, where SQLite itself fails
+			// a date/time function that reads the clock or time zone
+			// (sqlite3NotPureFunc): the same on every node.
+			if times, ok := timeValueArgs[name]; ok && op.Opcode == "Function" {
 				if why := clockUse(seg, op, times); why != "" {
 					return &Divergent{Function: name, Trigger: triggerOf(seg), Why: why, Clock: true}
 				}

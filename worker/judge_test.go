@@ -26,6 +26,9 @@ func judgeDB(t *testing.T) string {
 		"CREATE TABLE lg (x)",
 		"CREATE TRIGGER lg_stamp AFTER INSERT ON lg BEGIN INSERT INTO d (a, at) VALUES (NEW.x, datetime('now')); END",
 		"CREATE VIEW clock AS SELECT datetime('now') AS n",
+		"CREATE TABLE days (id INTEGER PRIMARY KEY, at TEXT CHECK (date(at) IS NOT NULL), day TEXT AS (date(at, '+1 day')))",
+		"CREATE INDEX days_month ON days(strftime('%m', at))",
+		"CREATE TABLE e (id INTEGER PRIMARY KEY, at TEXT DEFAULT (datetime('now')))",
 	)
 }
 
@@ -65,6 +68,7 @@ func TestJudgeCluster(t *testing.T) {
 		{"CURRENT_DATE", "write", "UPDATE t SET name = CURRENT_DATE WHERE id = 1", errcode.Policy, "CURRENT_DATE"},
 		{"CURRENT_TIME", "write", "INSERT INTO t (name) VALUES (current_time)", errcode.Policy, "CURRENT_TIME"},
 		{"default CURRENT_TIMESTAMP", "write", "INSERT INTO d (a) VALUES ('x')", errcode.Policy, "column at of d has it as its DEFAULT"},
+		{"default datetime now", "write", "INSERT INTO e (id) VALUES (1)", errcode.Policy, "column at of e"},
 		{"default random", "write", "INSERT INTO r DEFAULT VALUES", errcode.Policy, "column v of r"},
 		{"trigger reads the clock", "write", "INSERT INTO lg VALUES (1)", errcode.Policy, "in trigger lg_stamp"},
 		{"view reads the clock", "write", "INSERT INTO t (name) SELECT n FROM clock", errcode.Policy, "datetime()"},
@@ -94,6 +98,8 @@ func TestJudgeCluster(t *testing.T) {
 		{"timediff literals", "write", "INSERT INTO t (name) VALUES (timediff('2026-01-02', '2026-01-01'))", "", ""},
 		{"default given", "write", "INSERT INTO d (a, at) VALUES ('x', '2026-12-04 10:00:00')", "", ""},
 		{"default random given", "write", "INSERT INTO r (v) VALUES (7)", "", ""},
+		{"date in CHECK, index and generated column", "write", "INSERT INTO days (at) VALUES ('2026-01-01')", "", ""},
+		{"update under CHECK and index", "write", "UPDATE days SET at = '2026-02-01' WHERE id = 1", "", ""},
 		{"select in write", "write", "SELECT random(), datetime('now')", "", ""},
 		{"read may use the clock", "read", "SELECT datetime('now'), random() FROM t", "", ""},
 		{"schema with clock default", "write", "CREATE TABLE z (a TEXT DEFAULT CURRENT_TIMESTAMP)", "", ""},
