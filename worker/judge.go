@@ -57,6 +57,15 @@ func (ex *executor) judge() (*ipc.Response, error) {
 		return &ipc.Response{Text: "judged: reads", Judgement: j}, nil
 	}
 	j.Schema = sum.Schema
+	// A trigger's body is held to the policy once it exists (write does so
+	// after it ran): here in a copy of the schema.
+	for _, a := range ex.actions {
+		if a.Action == policy.ActionCreateTrigger {
+			if err := ex.judgeTrigger(st.SQL(), a.Arg1); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if ex.req.Cluster {
 		if err := ex.refuseInCluster(st); err != nil {
 			return nil, err
@@ -69,15 +78,8 @@ func (ex *executor) judge() (*ipc.Response, error) {
 }
 
 // refuseInCluster holds a writing statement to what a cluster also
-// refuses: a trigger it creates (whose body the worker checks only by
-// compiling statements that fire it once it exists, after it ran), and
-// every call whose value can differ between nodes.
+// refuses: every call whose value can differ between nodes.
 func (ex *executor) refuseInCluster(st *rawsqlite.Stmt) error {
-	for _, a := range ex.actions {
-		if a.Action == policy.ActionCreateTrigger {
-			return errcode.New(errcode.Policy, "CREATE TRIGGER is not allowed in a cluster: the server checks a trigger's body against the policy only once the trigger exists, and in a cluster it cannot create it before that check; write the trigger's effect as separate statements")
-		}
-	}
 	ops, err := ex.program(st)
 	if err != nil {
 		return ex.uncheckable(err)
@@ -159,4 +161,115 @@ func judgedText(sql string) string {
 		t += "\n"
 	}
 	return t
+}
+
+// judgeTrigger holds the body of the trigger name that create (a CREATE
+// TRIGGER) makes to the policy, as write does after it ran
+// (checkNewTriggers): SQLite compiles a trigger's body only into the
+// statements that fire it, so they are compiled once the trigger exists.
+// The node's file is read-only, so the trigger is made in an in-memory
+// copy of its schema (the CREATE statements, no rows). In a cluster, a
+// body that calls what can differ between nodes is refused too: every
+// write that fires it would be.
+func (ex *executor) judgeTrigger(create, name string) error {
+	uncheckable := func(err error) error {
+		return errcode.New(errcode.Policy, "CREATE TRIGGER could not be checked before it runs in the cluster ("+err.Error()+"); nothing was run")
+	}
+	mem, err := rawsqlite.Open(":memory:", rawsqlite.ReadWrite|rawsqlite.Create)
+	if err != nil {
+		return uncheckable(err)
+	}
+	defer mem.Close()
+	if _, err := mem.DBConfig(rawsqlite.ConfigDefensive, true); err != nil {
+		return uncheckable(err)
+	}
+	if _, err := mem.DBConfig(rawsqlite.ConfigTrustedSchema, false); err != nil {
+		return uncheckable(err)
+	}
+	if err := declareInnocuousFTSFunctions(mem); err != nil {
+		return uncheckable(err)
+	}
+	// Shadow tables come with their virtual table; sqlite_* tables with
+	// what uses them. Objects in the order they were made.
+	shadow, err := ex.shadowTables()
+	if err != nil {
+		return uncheckable(err)
+	}
+	var schema []string
+	err = ex.each("SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid", func(s *rawsqlite.Stmt) error {
+		if !shadow[rawsqlite.FoldName(s.ColumnText(0))] {
+			schema = append(schema, s.ColumnText(1))
+		}
+		return nil
+	})
+	if err != nil {
+		return uncheckable(err)
+	}
+	for _, sql := range append(schema, create) {
+		if err := mem.Exec(sql); err != nil {
+			return uncheckable(err)
+		}
+	}
+	copyEx := &executor{req: ex.req, log: ex.log, conn: mem, mode: ex.mode}
+	if err := copyEx.setup(); err != nil {
+		return uncheckable(err)
+	}
+	before := map[string]bool{}
+	err = copyEx.each("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name <> ?1", func(s *rawsqlite.Stmt) error {
+		before[s.ColumnText(0)] = true
+		return nil
+	}, name)
+	if err != nil {
+		return uncheckable(err)
+	}
+	if err := copyEx.checkNewTriggers(before); err != nil {
+		return err
+	}
+	if !ex.req.Cluster {
+		return nil
+	}
+	return copyEx.divergentTrigger(name)
+}
+
+// divergentTrigger refuses the trigger name when a statement that fires it
+// runs a call in its body whose value can differ between nodes.
+func (ex *executor) divergentTrigger(name string) error {
+	table := ""
+	err := ex.each("SELECT tbl_name FROM sqlite_schema WHERE type = 'trigger' AND name = ?1", func(s *rawsqlite.Stmt) error {
+		table = s.ColumnText(0)
+		return nil
+	}, name)
+	if err != nil || table == "" {
+		return ex.uncheckable(fmt.Errorf("trigger %s not found in the copy: %v", name, err))
+	}
+	cols, err := ex.columns(table)
+	if err != nil {
+		return ex.uncheckable(err)
+	}
+	sets := make([]string, len(cols))
+	for i, c := range cols {
+		sets[i] = rawsqlite.QuoteIdent(c.name) + " = " + rawsqlite.QuoteIdent(c.name)
+	}
+	quoted := rawsqlite.QuoteIdent(table)
+	probes := []string{"INSERT INTO " + quoted + " DEFAULT VALUES", "DELETE FROM " + quoted}
+	if len(sets) > 0 {
+		probes = append(probes, "UPDATE "+quoted+" SET "+strings.Join(sets, ", "))
+	}
+	for _, probe := range probes {
+		var ops []policy.Op
+		err := ex.each("EXPLAIN "+probe, func(p *rawsqlite.Stmt) error {
+			ops = append(ops, policy.Op{Addr: p.ColumnInt64(0), Opcode: p.ColumnText(1),
+				P1: p.ColumnInt64(2), P2: p.ColumnInt64(3), P3: p.ColumnInt64(4), P4: p.ColumnText(5)})
+			return nil
+		})
+		if err != nil {
+			continue // a view's INSTEAD OF trigger fires on some probes only
+		}
+		if d := policy.DivergentCall(ops); d != nil && rawsqlite.FoldName(d.Trigger) == rawsqlite.FoldName(name) {
+			return errcode.New(errcode.Policy, fmt.Sprintf(
+				"CREATE TRIGGER %s is not allowed in cluster mode: its body calls %s(), and %s, so the nodes' copies would differ (and every write that fires it would be refused); write the value into the row in the statement that fires it, as a literal",
+				name, d.Function, d.Why))
+		}
+	}
+	return nil
 }

@@ -29,6 +29,9 @@ func judgeDB(t *testing.T) string {
 		"CREATE TABLE days (id INTEGER PRIMARY KEY, at TEXT CHECK (date(at) IS NOT NULL), day TEXT AS (date(at, '+1 day')))",
 		"CREATE INDEX days_month ON days(strftime('%m', at))",
 		"CREATE TABLE e (id INTEGER PRIMARY KEY, at TEXT DEFAULT (datetime('now')))",
+		"CREATE VIRTUAL TABLE docs USING fts5(body)",
+		"CREATE TABLE seq (id INTEGER PRIMARY KEY AUTOINCREMENT, v)",
+		"CREATE VIEW names AS SELECT name FROM t",
 	)
 }
 
@@ -79,7 +82,10 @@ func TestJudgeCluster(t *testing.T) {
 		{"vacuum in read", "read", "VACUUM", errcode.ReadOnly, ""},
 		{"attach", "destructive", "ATTACH 'other.db' AS o", errcode.Policy, "ATTACH"},
 		{"detach", "destructive", "DETACH main", errcode.Policy, ""},
-		{"create trigger", "destructive", "CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN SELECT 1; END", errcode.Policy, "CREATE TRIGGER is not allowed in a cluster"},
+		{"trigger writing a protected table", "destructive", "CREATE TRIGGER t_bad AFTER INSERT ON t BEGIN INSERT INTO memory_events (content) VALUES ('x'); END", errcode.Protected, "memory_events"},
+		{"trigger reading the clock", "destructive", "CREATE TRIGGER t_now AFTER UPDATE ON t BEGIN UPDATE t SET name = datetime('now') WHERE id = NEW.id; END", errcode.Policy, "CREATE TRIGGER t_now is not allowed in cluster mode: its body calls datetime(), and 'now' reads the node's clock"},
+		{"trigger drawing random", "destructive", "CREATE TRIGGER t_rnd BEFORE DELETE ON t BEGIN INSERT INTO seq (v) VALUES (random()); END", errcode.Policy, "its body calls random()"},
+		{"instead-of trigger reading the clock", "destructive", "CREATE TRIGGER n_ins INSTEAD OF INSERT ON names BEGIN INSERT INTO t (name) VALUES (date()); END", errcode.Policy, "n_ins"},
 		// SPEC 4 as in every mode.
 		{"protected", "write", "INSERT INTO memory_events (content) VALUES ('x')", errcode.Protected, "memory_events"},
 		{"two statements", "write", "INSERT INTO t (name) VALUES ('x'); DELETE FROM t", errcode.MultipleStatements, ""},
@@ -104,6 +110,9 @@ func TestJudgeCluster(t *testing.T) {
 		{"read may use the clock", "read", "SELECT datetime('now'), random() FROM t", "", ""},
 		{"schema with clock default", "write", "CREATE TABLE z (a TEXT DEFAULT CURRENT_TIMESTAMP)", "", ""},
 		{"destructive delete", "destructive", "DELETE FROM t WHERE id = 2", "", ""},
+		{"trigger", "destructive", "CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN UPDATE t SET score = 0 WHERE id = NEW.id; INSERT INTO docs (body) VALUES (NEW.name); INSERT INTO seq (v) VALUES (NEW.id); END", "", ""},
+		{"trigger with a literal date", "destructive", "CREATE TRIGGER t_day AFTER INSERT ON t BEGIN UPDATE t SET name = date('2026-01-01') WHERE id = NEW.id; END", "", ""},
+		{"instead-of trigger", "destructive", "CREATE TRIGGER n_ins INSTEAD OF INSERT ON names BEGIN INSERT INTO t (name) VALUES (NEW.name); END", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,12 +137,19 @@ func TestJudgeCluster(t *testing.T) {
 // with random() or a clock default is judged fine.
 func TestJudgeNotCluster(t *testing.T) {
 	db := judgeDB(t)
-	for _, sql := range []string{"INSERT INTO t (score) VALUES (random())", "INSERT INTO d (a) VALUES ('x')"} {
-		req := judgeRequest(db, "write", sql)
+	for _, sql := range []string{"INSERT INTO t (score) VALUES (random())", "INSERT INTO d (a) VALUES ('x')",
+		"CREATE TRIGGER t_now AFTER UPDATE ON t BEGIN UPDATE t SET name = datetime('now') WHERE id = NEW.id; END"} {
+		req := judgeRequest(db, "destructive", sql)
 		req.Cluster = false
 		if resp := execute(req, hclog.NewNullLogger()); !resp.OK {
 			t.Fatalf("%s: %s: %s", sql, resp.Code, resp.Message)
 		}
+	}
+	// The policy over a trigger's body holds in every judge.
+	req := judgeRequest(db, "destructive", "CREATE TRIGGER t_bad AFTER INSERT ON t BEGIN INSERT INTO memory_events (content) VALUES ('x'); END")
+	req.Cluster = false
+	if resp := execute(req, hclog.NewNullLogger()); resp.OK || resp.Code != errcode.Protected {
+		t.Fatalf("trigger writing memory_events: %+v", resp)
 	}
 }
 
@@ -253,6 +269,7 @@ func TestJudgeChangesNothing(t *testing.T) {
 		{"destructive", "DELETE FROM t"},
 		{"destructive", "DROP TABLE d"},
 		{"destructive", "INSERT INTO d (a, at) VALUES ('x', '2026-01-01')"},
+		{"destructive", "CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN INSERT INTO docs (body) VALUES (NEW.name); END"},
 	} {
 		if resp := execute(judgeRequest(db, c.mode, c.sql), hclog.NewNullLogger()); !resp.OK {
 			t.Fatalf("%s: %s: %s", c.sql, resp.Code, resp.Message)
