@@ -324,6 +324,18 @@ func (r *Response) Err() error {
 	return &errcode.Error{Code: r.Code, Message: r.Message}
 }
 
+// Judged returns the verdict in the answer to a Judge request, or the
+// failure the answer carries (a refusal keeps its code and message).
+func (r *Response) Judged() (*Judgement, error) {
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if r.Judgement == nil {
+		return nil, errcode.New(errcode.WorkerFailed, "the worker answered a judge request without a judgement; the statement was not sent")
+	}
+	return r.Judgement, nil
+}
+
 // Failure builds the response for err, keeping its code; the message of
 // a coded error (wrapped or not) is its own, without the code.
 func Failure(err error) *Response {
