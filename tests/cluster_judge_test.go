@@ -120,6 +120,14 @@ func TestClusterWorkerOnNodeFile(t *testing.T) {
 			t.Errorf("%s: %s %s, want POLICY_VIOLATION with %q", sql, resp.Code, resp.Message, want)
 		}
 	}
+	// A trigger's body is checked in an in-memory copy of the schema,
+	// inside the sandbox too.
+	if resp := run(ipc.ModeDestructive, true, "CREATE TRIGGER notes_touch AFTER UPDATE ON notes BEGIN UPDATE notes SET at = '2026-01-01' WHERE id = NEW.id; END"); !resp.OK || !resp.Judgement.Schema {
+		t.Errorf("judge of a trigger: %s %s", resp.Code, resp.Message)
+	}
+	if resp := run(ipc.ModeDestructive, true, "CREATE TRIGGER notes_now AFTER UPDATE ON notes BEGIN UPDATE notes SET at = datetime('now') WHERE id = NEW.id; END"); resp.OK || !strings.Contains(resp.Message, "its body calls datetime()") {
+		t.Errorf("judge of a trigger reading the clock: %s %s", resp.Code, resp.Message)
+	}
 	into := filepath.Join(dir, "copy.db")
 	for _, sql := range []string{"VACUUM INTO '" + into + "'", "ATTACH '" + into + "' AS o"} {
 		if resp := run(ipc.ModeDestructive, true, sql); resp.OK || resp.Code != errcode.Policy {
