@@ -49,7 +49,7 @@ func TestClusterWorkerOnNodeFile(t *testing.T) {
 
 	env := ipc.WorkerEnv{SandboxOff: true}
 	if runtime.GOOS == "linux" {
-		env = ipc.WorkerEnv{Sandbox: &sandbox.Allowance{DB: db, ReadOnly: true, TempDir: t.TempDir(), Header: hold}}
+		env = ipc.WorkerEnv{Sandbox: &sandbox.Allowance{DB: db, ReadOnly: true, TempDir: testDir(t), Header: hold}}
 		if _, err := sandbox.Supported(); err != nil {
 			t.Logf("Landlock is not offered here (%v): the workers run with no_new_privs and limits only", err)
 		}
