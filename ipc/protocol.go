@@ -133,8 +133,16 @@ type Judgement struct {
 	// the cluster's write path.
 	Reads bool `json:"reads,omitempty"`
 	// Schema is true for a write that changes the schema (DDL, ANALYZE,
-	// REINDEX).
+	// REINDEX): its answer is "ok: schema statement executed".
 	Schema bool `json:"schema,omitempty"`
+	// Inserts is true for a write that inserts (its answer names
+	// last_insert_rowid).
+	Inserts bool `json:"inserts,omitempty"`
+	// UpdateGuard is true when the --max-update-rows guard applies: a pure
+	// UPDATE (no upsert, no DDL) in write mode.
+	UpdateGuard bool `json:"update_guard,omitempty"`
+	// Returning is true for a write with RETURNING: its answer carries rows.
+	Returning bool `json:"returning,omitempty"`
 	// SchemaVersion is PRAGMA schema_version of the file the statement
 	// was compiled against, read in the same read transaction: the write
 	// must fail if the schema changed since (the front's guard).

@@ -56,7 +56,8 @@ func (ex *executor) judge() (*ipc.Response, error) {
 		}
 		return &ipc.Response{Text: "judged: reads", Judgement: j}, nil
 	}
-	j.Schema = sum.Schema
+	j.Schema, j.Inserts, j.Returning = sum.Schema, sum.Inserts, st.ColumnCount() > 0
+	j.UpdateGuard = ex.mode == policy.Write && sum.PureUpdate()
 	// A trigger's body is held to the policy once it exists (write does so
 	// after it ran): here in a copy of the schema.
 	for _, a := range ex.actions {

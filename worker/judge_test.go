@@ -175,18 +175,22 @@ func TestJudgement(t *testing.T) {
 		sql, text    string
 		reads, schem bool
 		tables       string
+		flags        string // inserts, update_guard, returning
 	}{
-		{"write", "  INSERT INTO t (name) VALUES ('x') ;  -- done\n", "INSERT INTO t (name) VALUES ('x') ;", false, false, ""},
-		{"write", "\tINSERT INTO t (name) VALUES ('x')", "INSERT INTO t (name) VALUES ('x')", false, false, ""},
-		{"write", "INSERT INTO t (name) VALUES ('x') -- why", "INSERT INTO t (name) VALUES ('x') -- why\n", false, false, ""},
-		{"write", "INSERT INTO t (name) VALUES ('a;b');;", "INSERT INTO t (name) VALUES ('a;b');", false, false, ""},
-		{"write", "SELECT count(*) FROM t", "SELECT count(*) FROM t", true, false, ""},
-		{"write", "CREATE INDEX t_name ON t(name)", "CREATE INDEX t_name ON t(name)", false, true, ""},
-		{"write", "EXPLAIN INSERT INTO t (name) VALUES ('x')", "EXPLAIN INSERT INTO t (name) VALUES ('x')", true, false, ""},
-		{"destructive", "DELETE FROM t WHERE id = 1", "DELETE FROM t WHERE id = 1", false, false, "t"},
-		{"destructive", "DROP TABLE k", "DROP TABLE k", false, true, "k"},
-		{"destructive", "ALTER TABLE k ADD COLUMN extra", "ALTER TABLE k ADD COLUMN extra", false, true, "k"},
-		{"destructive", "INSERT INTO lg VALUES (1)", "", false, false, ""}, // refused: its trigger reads the clock
+		{"write", "  INSERT INTO t (name) VALUES ('x') ;  -- done\n", "INSERT INTO t (name) VALUES ('x') ;", false, false, "", ""},
+		{"write", "\tINSERT INTO t (name) VALUES ('x')", "INSERT INTO t (name) VALUES ('x')", false, false, "", ""},
+		{"write", "INSERT INTO t (name) VALUES ('x') -- why", "INSERT INTO t (name) VALUES ('x') -- why\n", false, false, "", ""},
+		{"write", "INSERT INTO t (name) VALUES ('a;b');;", "INSERT INTO t (name) VALUES ('a;b');", false, false, "", ""},
+		{"write", "SELECT count(*) FROM t", "SELECT count(*) FROM t", true, false, "", ""},
+		{"write", "CREATE INDEX t_name ON t(name)", "CREATE INDEX t_name ON t(name)", false, true, "", ""},
+		{"write", "EXPLAIN INSERT INTO t (name) VALUES ('x')", "EXPLAIN INSERT INTO t (name) VALUES ('x')", true, false, "", ""},
+		{"destructive", "DELETE FROM t WHERE id = 1", "DELETE FROM t WHERE id = 1", false, false, "t", ""},
+		{"destructive", "DROP TABLE k", "DROP TABLE k", false, true, "k", ""},
+		{"destructive", "ALTER TABLE k ADD COLUMN extra", "ALTER TABLE k ADD COLUMN extra", false, true, "k", ""},
+		{"destructive", "INSERT INTO lg VALUES (1)", "", false, false, "", ""}, // refused: its trigger reads the clock
+		{"write", "UPDATE t SET score = 1", "UPDATE t SET score = 1", false, false, "", "update_guard"},
+		{"destructive", "UPDATE t SET score = 1", "UPDATE t SET score = 1", false, false, "t", ""},
+		{"write", "INSERT INTO t (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = 'y' RETURNING id", "INSERT INTO t (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = 'y' RETURNING id", false, false, "", "inserts returning"},
 	}
 	for _, tt := range tests {
 		resp := execute(judgeRequest(db, tt.mode, tt.sql), hclog.NewNullLogger())
@@ -200,8 +204,20 @@ func TestJudgement(t *testing.T) {
 			t.Fatalf("%q: %s: %s", tt.sql, resp.Code, resp.Message)
 		}
 		j := resp.Judgement
-		if j.SQL != tt.text || j.Reads != tt.reads || j.Schema != tt.schem || j.SchemaVersion != version || strings.Join(j.Tables, ",") != tt.tables {
-			t.Errorf("%q: got %+v, want text %q reads %v schema %v version %d tables %q", tt.sql, *j, tt.text, tt.reads, tt.schem, version, tt.tables)
+		if tt.flags == "" && strings.HasPrefix(strings.TrimSpace(tt.sql), "INSERT") {
+			tt.flags = "inserts"
+		}
+		var flags []string
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{j.Inserts, "inserts"}, {j.UpdateGuard, "update_guard"}, {j.Returning, "returning"}} {
+			if f.on {
+				flags = append(flags, f.name)
+			}
+		}
+		if j.SQL != tt.text || j.Reads != tt.reads || j.Schema != tt.schem || j.SchemaVersion != version || strings.Join(j.Tables, ",") != tt.tables || strings.Join(flags, " ") != tt.flags {
+			t.Errorf("%q: got %+v, want text %q reads %v schema %v version %d tables %q flags %q", tt.sql, *j, tt.text, tt.reads, tt.schem, version, tt.tables, tt.flags)
 		}
 	}
 }
