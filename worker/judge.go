@@ -96,7 +96,9 @@ func (ex *executor) refuseInCluster(st *rawsqlite.Stmt) error {
 	where := ""
 	if d.Trigger != "" {
 		where = " (in trigger " + d.Trigger + ", which this statement fires)"
-	} else if col, table, ok := ex.defaultCalling(d.Function); ok {
+	} else if col, table, ok := ex.defaultCalling(d.Function); ok && !strings.Contains(strings.ToLower(st.SQL()), d.Function) {
+		// Only words: a call the statement's text does not name came
+		// from a column's DEFAULT.
 		where = fmt.Sprintf(" (column %s of %s has it as its DEFAULT, and this INSERT leaves the column out: give %s a value in the INSERT)", col, table, col)
 	}
 	fix := "compute the value in your call and write it as a literal"

@@ -73,6 +73,7 @@ func TestJudgeCluster(t *testing.T) {
 		{"default CURRENT_TIMESTAMP", "write", "INSERT INTO d (a) VALUES ('x')", errcode.Policy, "column at of d has it as its DEFAULT"},
 		{"default datetime now", "write", "INSERT INTO e (id) VALUES (1)", errcode.Policy, "column at of e"},
 		{"default random", "write", "INSERT INTO r DEFAULT VALUES", errcode.Policy, "column v of r"},
+		{"random into a random-default column", "write", "INSERT INTO r (v) VALUES (random())", errcode.Policy, "random() is not allowed in a write in cluster mode: each node"},
 		{"trigger reads the clock", "write", "INSERT INTO lg VALUES (1)", errcode.Policy, "in trigger lg_stamp"},
 		{"view reads the clock", "write", "INSERT INTO t (name) SELECT n FROM clock", errcode.Policy, "datetime()"},
 		{"second VALUES row", "write", "INSERT INTO t (name) VALUES (date('2026-01-01')), (date('now'))", errcode.Policy, "date()"},
