@@ -361,3 +361,31 @@ func TestJudgeWhileWritten(t *testing.T) {
 		t.Fatalf("a cluster write without judge: %+v", resp)
 	}
 }
+
+// BenchmarkJudge is the worker's share of judging a write for a cluster
+// (open read-only, read transaction, compile, the program read for the
+// checks), beside BenchmarkJudgeYardstick, the same INSERT run and
+// committed on a single file.
+func BenchmarkJudge(b *testing.B) {
+	db := judgeDB(&testing.T{})
+	req := judgeRequest(db, "write", "INSERT INTO t (name, score) VALUES ('x', 1.5)")
+	log := hclog.NewNullLogger()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := execute(req, log); !resp.OK {
+			b.Fatal(resp.Message)
+		}
+	}
+}
+
+func BenchmarkJudgeYardstick(b *testing.B) {
+	db := judgeDB(&testing.T{})
+	req := request(db, ipc.OpQuery, "write", "INSERT INTO t (name, score) VALUES ('x', 1.5)")
+	log := hclog.NewNullLogger()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := execute(req, log); !resp.OK {
+			b.Fatal(resp.Message)
+		}
+	}
+}
