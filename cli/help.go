@@ -209,7 +209,7 @@ this server does not link; see docs/readonly.md.`,
 			about: `Runs one worker request (JSON on stdin) and writes one response (a JSON
 header line and the raw result) on stdout; see worker/README.md. The server
 runs its workers this way; by hand it is for fuzzing and debugging.`,
-			examples: []string{`echo '{"v":5,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
+			examples: []string{`echo '{"v":6,"op":"query","db":"shop.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":4096,"max_cell_chars":100,"max_update_rows":1},"limits":{"timeout_ms":5000,"memory_mb":256,"max_growth_mb":1,"sandbox":false}}' | mcp-sqlite-memory worker`},
 		}
 	},
 	"version": func() help {

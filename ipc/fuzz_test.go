@@ -14,10 +14,10 @@ import (
 // a standalone worker confines itself by re-executing). Seeds live in
 // testdata/fuzz/FuzzReadRequest; run longer with scripts/fuzz.sh.
 func FuzzReadRequest(f *testing.F) {
-	f.Add([]byte(`{"v":5,"op":"query","db":"/d/m.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":100,"max_cell_chars":10,"max_update_rows":1},"limits":{"timeout_ms":1000,"memory_mb":64,"max_growth_mb":1,"sandbox":true}}`))
-	f.Add([]byte(`{"v":5,"op":"search_text","db":"m.db","search":{"pattern":"a+","table":"t","columns":[],"context_chars":5,"limit":3,"candidate_cap":9},"caps":{},"limits":{}}`))
+	f.Add([]byte(`{"v":6,"op":"query","db":"/d/m.db","mode":"read","sql":"SELECT 1","caps":{"max_rows":10,"max_result_bytes":100,"max_cell_chars":10,"max_update_rows":1},"limits":{"timeout_ms":1000,"memory_mb":64,"max_growth_mb":1,"sandbox":true}}`))
+	f.Add([]byte(`{"v":6,"op":"search_text","db":"m.db","search":{"pattern":"a+","table":"t","columns":[],"context_chars":5,"limit":3,"candidate_cap":9},"caps":{},"limits":{}}`))
 	f.Add([]byte(`{"v":4,"op":"query","db":"x"}`)) // a front of the previous version
-	f.Add([]byte(`{"v":5,"op":"query","db":"x"} {"v":5}`))
+	f.Add([]byte(`{"v":6,"op":"query","db":"x"} {"v":6}`))
 	f.Add([]byte("\xff\xfe{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, err := ReadRequest(bytes.NewReader(data))

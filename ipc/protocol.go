@@ -24,8 +24,9 @@ import (
 // refusal of a request of another version the versions the worker speaks
 // as numbers (Response.Speaks), and dropped the answers to requests of
 // older versions (a version-1 answer without progress frames, no memory
-// alert before version 4): no front sends them.
-const Version = 5
+// alert before version 4): no front sends them. Version 6 added the
+// cluster's judge: Request.Judge and Request.Cluster, Response.Judgement.
+const Version = 6
 
 // PrewakeByte, a newline, may come before a request's frame (JSON lets a
 // document begin with white space): the front's nudge that the request is
@@ -108,6 +109,48 @@ type Request struct {
 	// Trace asks the worker to stamp its steps (Response.Trace): the
 	// front's call tracing (MCP_SQLITE_CALLTRACE) is on.
 	Trace bool `json:"trace,omitempty"`
+	// Judge (OpQuery only) asks the worker to compile the statement under
+	// Mode's policy and every check that precedes a write, and never to
+	// run it: the answer's Judgement says how it may run. In a cluster the
+	// front then sends Judgement.SQL to rqlite (SPEC 13).
+	Judge bool `json:"judge,omitempty"`
+	// Cluster holds the statement to what a cluster also refuses: VACUUM,
+	// and in writes every function whose value can differ between nodes
+	// (random(), 'now', CURRENT_TIMESTAMP, ...; policy.DivergentCall). A
+	// cluster's worker never writes: a writing request with Cluster must
+	// be a Judge request.
+	Cluster bool `json:"cluster,omitempty"`
+}
+
+// Judgement is the worker's verdict on a statement it judged (Request.Judge).
+type Judgement struct {
+	// SQL is the one statement as judged, what the front sends: the
+	// request's text without the white space, comments and semicolons
+	// around it (a statement ending in a -- comment keeps its line break).
+	SQL string `json:"sql"`
+	// Reads is true for a statement answered as a read (a SELECT sent to
+	// a writing tool, EXPLAIN): the front runs it as a read, not through
+	// the cluster's write path.
+	Reads bool `json:"reads,omitempty"`
+	// Schema is true for a write that changes the schema (DDL, ANALYZE,
+	// REINDEX): its answer is "ok: schema statement executed".
+	Schema bool `json:"schema,omitempty"`
+	// Inserts is true for a write that inserts (its answer names
+	// last_insert_rowid).
+	Inserts bool `json:"inserts,omitempty"`
+	// UpdateGuard is true when the --max-update-rows guard applies: a pure
+	// UPDATE (no upsert, no DDL) in write mode.
+	UpdateGuard bool `json:"update_guard,omitempty"`
+	// Returning is true for a write with RETURNING: its answer carries rows.
+	Returning bool `json:"returning,omitempty"`
+	// SchemaVersion is PRAGMA schema_version of the file the statement
+	// was compiled against, read in the same read transaction: the write
+	// must fail if the schema changed since (the front's guard).
+	SchemaVersion int64 `json:"schema_version"`
+	// Tables are the tables a destructive statement (or a trigger it
+	// fires) inserts into, updates, deletes from, drops or alters, as the
+	// authorizer named them, sorted: what its snapshot must keep.
+	Tables []string `json:"tables,omitempty"`
 }
 
 // Caps bound what a result may contain (SPEC 3 and 8).
@@ -237,6 +280,8 @@ type Response struct {
 	// Speaks is, in the refusal of a request of a version the worker does
 	// not speak, the versions it does: what CheckWorker reads.
 	Speaks *Versions `json:"speaks,omitempty"`
+	// Judgement answers a Judge request.
+	Judgement *Judgement `json:"judgement,omitempty"`
 }
 
 // Versions is a range of protocol versions, both ends included.
@@ -285,6 +330,18 @@ func (r *Response) Err() error {
 		return nil
 	}
 	return &errcode.Error{Code: r.Code, Message: r.Message}
+}
+
+// Judged returns the verdict in the answer to a Judge request, or the
+// failure the answer carries (a refusal keeps its code and message).
+func (r *Response) Judged() (*Judgement, error) {
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if r.Judgement == nil {
+		return nil, errcode.New(errcode.WorkerFailed, "the worker answered a judge request without a judgement; the statement was not sent")
+	}
+	return r.Judgement, nil
 }
 
 // Failure builds the response for err, keeping its code; the message of
@@ -349,6 +406,9 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	}
 	if req.DB == "" {
 		return nil, errcode.New(errcode.InvalidArgument, "request has no db path")
+	}
+	if req.Judge && (req.Op != OpQuery || req.Preview != nil) {
+		return nil, errcode.New(errcode.InvalidArgument, fmt.Sprintf("judge is for op %q without a preview, not op %q", OpQuery, req.Op))
 	}
 	return &req, nil
 }
@@ -510,7 +570,7 @@ func checkProgress(h *headerLine, size int) error {
 		return fmt.Errorf("progress frame larger than %d bytes", maxProgressBytes)
 	case h.Version != Version:
 		return fmt.Errorf("worker sent a progress frame of protocol version %d, want %d", h.Version, Version)
-	case h.OK || h.Code != "" || h.Message != "" || h.TextBytes != 0 || h.Rows != 0 || h.Detail != nil:
+	case h.OK || h.Code != "" || h.Message != "" || h.TextBytes != 0 || h.Rows != 0 || h.Detail != nil || h.Judgement != nil:
 		return fmt.Errorf("progress frame with response fields")
 	case p.Done < 0 || p.Total < 0:
 		return fmt.Errorf("progress frame with a negative count")

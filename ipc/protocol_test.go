@@ -1,11 +1,15 @@
 package ipc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 )
 
 // Payloads on both sides of the bulk size cross intact, CSV and JSON, and
@@ -67,6 +71,43 @@ func TestMemoryAlertFrame(t *testing.T) {
 			_, err := ReadResponseProgress(strings.NewReader(tt.in+"\n"+fmt.Sprintf(`{"v":%d,"ok":true}`+"\n", v)), func(Progress) { n++ })
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || n != 0 {
 				t.Fatalf("error %v after %d frames, want %q before any", err, n, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestJudged: a judgement crosses the pipe whole, and Judged gives it, a
+// refusal's error, or WORKER_FAILED for an answer without one.
+func TestJudged(t *testing.T) {
+	j := &Judgement{SQL: "INSERT INTO t VALUES (1) -- x\n", Schema: true, SchemaVersion: 42, Tables: []string{"a", "b"}}
+	tests := []struct {
+		name string
+		resp *Response
+		code errcode.Code
+	}{
+		{"judged", &Response{Version: Version, OK: true, Text: "judged: writes", Judgement: j}, ""},
+		{"refused", &Response{Version: Version, Code: errcode.Policy, Message: "random() is not allowed"}, errcode.Policy},
+		{"no judgement", &Response{Version: Version, OK: true, Text: "ok"}, errcode.WorkerFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteResponse(&buf, tt.resp); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadResponse(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			judged, err := got.Judged()
+			if tt.code != "" {
+				if judged != nil || errcode.Of(err) != tt.code {
+					t.Fatalf("got %+v, %v; want %s", judged, err, tt.code)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(judged, j) {
+				t.Fatalf("got %+v, %v; want %+v", judged, err, j)
 			}
 		})
 	}

@@ -249,17 +249,20 @@ func TestReadRequest(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		{"ok", `{"v":5,"op":"query","db":"a.db","caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1},"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false}}`, ""},
+		{"ok", `{"v":6,"op":"query","db":"a.db","caps":{"max_rows":1,"max_result_bytes":1,"max_cell_chars":1,"max_update_rows":1},"limits":{"timeout_ms":1,"memory_mb":1,"max_growth_mb":1,"sandbox":false}}`, ""},
 		{"empty", ``, "empty frame"},
 		{"not json", `hello`, "bad request frame"},
 		{"no version", `{"op":"query","db":"a.db"}`, "protocol version 0"},
-		{"the previous version", `{"v":4,"op":"query","db":"a.db"}`, "request has protocol version 4; this worker speaks versions 5 to 5"},
-		{"a later version", `{"v":6,"op":"query","db":"a.db"}`, "protocol version 6"},
-		{"unknown op", `{"v":5,"op":"format_disk","db":"a.db"}`, "unknown op"},
-		{"unknown field", `{"v":5,"op":"query","db":"a.db","evil":1}`, "unknown field"},
-		{"two documents", `{"v":5,"op":"query","db":"a.db"} {"v":5}`, "more than one"},
-		{"no db", `{"v":5,"op":"query"}`, "no db"},
-		{"too big", `{"v":5,"op":"query","db":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, "larger than"},
+		{"the previous version", `{"v":5,"op":"query","db":"a.db"}`, "request has protocol version 5; this worker speaks versions 6 to 6"},
+		{"a later version", `{"v":7,"op":"query","db":"a.db"}`, "protocol version 7"},
+		{"judge", `{"v":6,"op":"query","db":"a.db","judge":true,"cluster":true,"read_only_file":true}`, ""},
+		{"judge of another op", `{"v":6,"op":"get_schema","db":"a.db","judge":true}`, "judge is for op"},
+		{"judge with a preview", `{"v":6,"op":"query","db":"a.db","judge":true,"preview":{}}`, "judge is for op"},
+		{"unknown op", `{"v":6,"op":"format_disk","db":"a.db"}`, "unknown op"},
+		{"unknown field", `{"v":6,"op":"query","db":"a.db","evil":1}`, "unknown field"},
+		{"two documents", `{"v":6,"op":"query","db":"a.db"} {"v":6}`, "more than one"},
+		{"no db", `{"v":6,"op":"query"}`, "no db"},
+		{"too big", `{"v":6,"op":"query","db":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, "larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

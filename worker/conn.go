@@ -194,7 +194,11 @@ func (ex *executor) setup() error {
 		}
 		ex.busy = busy
 	}
-	if readOnly := ex.mode <= policy.Read; readOnly != ex.queryOnly {
+	if ex.req.Cluster && !ex.req.Judge && ex.mode > policy.Read {
+		return errcode.New(errcode.InvalidArgument, "in a cluster the worker never writes: a writing statement is judged (judge) and the front sends it to the cluster")
+	}
+	// A judge compiles and never runs: its connection cannot write either.
+	if readOnly := ex.mode <= policy.Read || ex.req.Judge; readOnly != ex.queryOnly {
 		pragma := "PRAGMA query_only=0"
 		if readOnly {
 			pragma = "PRAGMA query_only=1"
@@ -204,7 +208,7 @@ func (ex *executor) setup() error {
 		}
 		ex.queryOnly = readOnly
 	}
-	if ex.mode > policy.Read {
+	if ex.mode > policy.Read && !ex.req.Judge {
 		if err := ex.capGrowth(); err != nil {
 			return err
 		}

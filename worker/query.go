@@ -70,26 +70,8 @@ func (ex *executor) prepareAgent() (st *rawsqlite.Stmt, sum policy.Summary, read
 // a statement it does not call read-only is refused here too; an EXPLAIN
 // runs nothing of the statement it lists.
 func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response, error) {
-	explain := st.IsExplain() != 0
-	readOnly := explain || st.Readonly()
-	if !readOnly {
-		// PRAGMA journal_mode (no value) only asks for the mode, yet SQLite
-		// calls every program with a JournalMode instruction writing.
-		writes, err := ex.programWrites(st)
-		if err != nil {
-			return nil, ex.uncheckable(err)
-		}
-		readOnly = !writes
-	}
-	if !readOnly || (ex.mode == policy.Select && explain) {
-		if ex.mode == policy.Select {
-			what := "only SELECT or WITH ... SELECT statements are allowed; this server is read-only"
-			if explain {
-				what = "EXPLAIN is not allowed in query_database: " + what
-			}
-			return nil, errcode.New(errcode.ReadOnly, what)
-		}
-		return nil, errcode.New(errcode.ReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
+	if err := ex.refuseWriteInRead(st); err != nil {
+		return nil, err
 	}
 	caps := ex.caps()
 	out := newResult(ex.req.Format, caps, columnNames(st))
@@ -127,6 +109,33 @@ func (ex *executor) read(st *rawsqlite.Stmt, sum policy.Summary) (*ipc.Response,
 	resp := out.finish(more)
 	ipc.StampWorker(ipc.StepStepped)
 	return resp, nil
+}
+
+// refuseWriteInRead refuses a statement answered as a read that SQLite
+// does not call read-only, and EXPLAIN in the readonly profile.
+func (ex *executor) refuseWriteInRead(st *rawsqlite.Stmt) error {
+	explain := st.IsExplain() != 0
+	readOnly := explain || st.Readonly()
+	if !readOnly {
+		// PRAGMA journal_mode (no value) only asks for the mode, yet SQLite
+		// calls every program with a JournalMode instruction writing.
+		writes, err := ex.programWrites(st)
+		if err != nil {
+			return ex.uncheckable(err)
+		}
+		readOnly = !writes
+	}
+	if !readOnly || (ex.mode == policy.Select && explain) {
+		if ex.mode == policy.Select {
+			what := "only SELECT or WITH ... SELECT statements are allowed; this server is read-only"
+			if explain {
+				what = "EXPLAIN is not allowed in query_database: " + what
+			}
+			return errcode.New(errcode.ReadOnly, what)
+		}
+		return errcode.New(errcode.ReadOnly, fmt.Sprintf("this statement writes, which %s does not allow; use write_query", ex.mode.Tool()))
+	}
+	return nil
 }
 
 // write runs a writing statement in its own transaction, with the UPDATE

@@ -153,7 +153,11 @@ func executeHeld(req *ipc.Request, log hclog.Logger, progress io.Writer) (resp *
 	}
 	switch req.Op {
 	case ipc.OpQuery:
-		resp, err = ex.query()
+		if req.Judge {
+			resp, err = ex.judge()
+		} else {
+			resp, err = ex.query()
+		}
 	case ipc.OpCreateView:
 		resp, err = ex.createView()
 	case ipc.OpListTables:
