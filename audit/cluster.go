@@ -27,3 +27,16 @@ func plain(v driver.Valuer) any {
 	x, _ := v.Value() // the Null types' Value never fails
 	return x
 }
+
+// insertAuditCounting is insertAudit with rows = changes(): the count of
+// the statement just before it in the request, the same on every node.
+const insertAuditCounting = `INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, detail) VALUES (?, ?, ?, ?, ?, changes(), ?, ?, ?)`
+
+// ClusterInsertCounting is ClusterInsert for the audit row of an agent's
+// write, put right after it: its rows column is the write's changes(),
+// which the front learns only from the cluster's answer.
+func ClusterInsertCounting(e Entry) memory.Stmt {
+	st := ClusterInsert(e)
+	args := append(append([]any{}, st.Args[:5]...), st.Args[6:]...)
+	return memory.Stmt{SQL: insertAuditCounting, Args: args}
+}

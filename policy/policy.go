@@ -139,6 +139,18 @@ func IsServerIndex(name string) string {
 	return ""
 }
 
+// ViewSQL is the statement create_view stores: the description lives in the
+// view's own SQL, so get_schema shows it to the next session.
+func ViewSQL(name, description, selectSQL string) string {
+	var b strings.Builder
+	b.WriteString("CREATE VIEW " + rawsqlite.QuoteIdent(name) + " AS\n")
+	if d := strings.Join(strings.Fields(description), " "); d != "" {
+		b.WriteString("-- description: " + d + "\n")
+	}
+	b.WriteString(selectSQL)
+	return b.String()
+}
+
 // ValidViewName reports whether name has the shape create_view accepts:
 // ^[A-Za-z_][A-Za-z0-9_]*$. Checked by hand: a regexp compiled at package
 // init would cost every worker start, and most workers never see a view.

@@ -162,7 +162,7 @@ func buildRuleset(a Allowance, rep *Report, more func(ruleset, abi int) error) (
 // made with mknod, which creates a file without opening it, and rules
 // attach through O_PATH descriptors (see allow).
 func prepare(a Allowance, rep *Report) (wal bool, err error) {
-	if a.SnapshotDir != "" && !a.ReadOnly {
+	if a.SnapshotDir != "" {
 		// A folder that cannot be made (a removable drive not plugged in)
 		// costs the snapshots, not the worker: allowAllowance leaves it
 		// out, and a snapshot then fails where it is asked for.
@@ -260,7 +260,7 @@ func allowAllowance(ruleset, abi int, a Allowance, wal bool, rep *Report) error 
 			}
 		}
 	}
-	if a.SnapshotDir != "" && !a.ReadOnly {
+	if a.SnapshotDir != "" {
 		if fi, err := os.Stat(a.SnapshotDir); err != nil || !fi.IsDir() {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the snapshot folder %s cannot be reached, so snapshots fail or are skipped; every other call works", a.SnapshotDir))
 		} else if err := allow(ruleset, abi, a.SnapshotDir, rw|create|unix.LANDLOCK_ACCESS_FS_READ_DIR, false, rep); err != nil {

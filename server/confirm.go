@@ -155,7 +155,7 @@ func (s *Server) confirmed(c *call, tool string, req *ipc.Request, reason, argsD
 	}
 
 	var p *ipc.Preview
-	if preview {
+	if preview && s.cluster == nil {
 		dry := *req
 		dry.Preview = &ipc.PreviewRequest{CommitIfHarmless: req.Snapshot == nil}
 		if req.Snapshot != nil {
@@ -448,6 +448,10 @@ func confirmMessage(tool string, req *ipc.Request, reason string, p *ipc.Preview
 		fmt.Fprintf(&b, "replace the view %s with a new definition (the previous one is kept in the audit log)", quoted(req.View.Name, maxShownName))
 	case p != nil:
 		b.WriteString(effects(p))
+	default:
+		// Cluster mode: no dry run on the node's read-only copy, so no
+		// count of what it would change (docs/cluster.md).
+		b.WriteString("run a statement whose effect this server cannot count beforehand in cluster mode")
 	}
 	b.WriteString(".")
 	if p != nil {
@@ -463,6 +467,8 @@ func confirmMessage(tool string, req *ipc.Request, reason string, p *ipc.Preview
 		fmt.Fprintf(&b, " An undo record of the rows and objects it changes is taken first (the database is %s).", sizeText(p.Snapshot.Bytes))
 	case p != nil && p.Snapshot != nil:
 		fmt.Fprintf(&b, " A %s snapshot is taken first.", sizeText(p.Snapshot.Bytes))
+	case p == nil && req.Snapshot.Keep > 0:
+		b.WriteString(" A snapshot (a copy of this server's node) is taken first.")
 	default:
 		b.WriteString(" No snapshot is taken (snapshots are disabled).")
 	}

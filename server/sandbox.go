@@ -16,7 +16,10 @@ import (
 // a standby worker confines itself before its request arrives; workers
 // refuse requests outside it.
 func (s *Server) workerEnv() ipc.WorkerEnv {
-	w := ipc.WorkerEnv{Preopen: s.dbPath, PreopenReadOnly: s.cfg.Profile == config.ProfileReadonly}
+	// In cluster mode the workers read the local node's file, which is
+	// rqlite's: read-only, as the readonly profile's (cluster.go).
+	readOnly := s.cfg.Profile == config.ProfileReadonly || s.cluster != nil
+	w := ipc.WorkerEnv{Preopen: s.dbPath, PreopenReadOnly: readOnly}
 	if s.cfg.Verbose {
 		w.LogLevel = "debug"
 	}
@@ -26,8 +29,8 @@ func (s *Server) workerEnv() ipc.WorkerEnv {
 	}
 	// The front confines the workers it starts while its own connection
 	// holds SQLite's locks: it reads the header through the hold (takeHold).
-	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: s.cfg.Profile == config.ProfileReadonly, Header: s.hold}
-	if !a.ReadOnly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
+	a := sandbox.Allowance{DB: s.dbPath, ReadOnly: readOnly, Header: s.hold}
+	if s.cfg.Profile != config.ProfileReadonly && s.cfg.Snapshots > 0 && s.cfg.SnapshotDir != "" {
 		if dir, err := filepath.Abs(s.cfg.SnapshotDir); err == nil {
 			a.SnapshotDir = dir
 		}

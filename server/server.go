@@ -62,6 +62,11 @@ type Server struct {
 	// process; replication is stopped after it, with a final sync.
 	hold        *os.File
 	replication *replicate.Replication
+	// cluster is cluster mode's side (cluster.go); nil: the memory is the
+	// --db file.
+	cluster *cluster
+	// model is the embedding model (--embedding-model), nil without.
+	model *embed.Model
 
 	mcp *mcpserver.MCPServer
 
@@ -105,10 +110,15 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 	if err := cfg.RequireDB(); err != nil {
 		return nil, err
 	}
-	if err := config.DBPathProblem(cfg.DB); err != nil {
+	dbPath := cfg.DB
+	if cfg.Clustered() {
+		// Workers read the local node's copy; the front writes through
+		// the cluster (cluster.go).
+		dbPath = cfg.NodeFile()
+	} else if err := config.DBPathProblem(cfg.DB); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(cfg.DB)
+	abs, err := filepath.Abs(dbPath)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +168,14 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		if err := s.openReadonly(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Clustered() {
+		s.model = model
+		if err := s.openCluster(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s.serve(workerPath, workerArgs)
 	}
 	// The hold comes before this process's first SQLite connection to the
 	// file and goes after its last (Close): see takeHold.
@@ -209,6 +227,14 @@ func New(ctx context.Context, cfg *config.Config, log hclog.Logger) (*Server, er
 		s.Close()
 		return nil, err
 	}
+	return s.serve(workerPath, workerArgs)
+}
+
+// serve starts the worker spawner and registers the profile's tools, the
+// last steps of New.
+func (s *Server) serve(workerPath string, workerArgs []string) (*Server, error) {
+	cfg, log, abs := s.cfg, s.log, s.dbPath
+	var err error
 	if cfg.Sandbox {
 		log.Debug("worker sandbox on")
 	} else {
@@ -351,6 +377,12 @@ type call struct {
 	roundTrip mcp.MultiRoundTripParams
 	// agent is the HTTP agent making the call ("" over stdio).
 	agent string
+	// tool and start are the call's, for an audit row written before its
+	// end; audited says it was (a cluster write carries its audit row in
+	// its own request), so that handle writes none.
+	tool    string
+	start   time.Time
+	audited bool
 }
 
 func (c *call) setQuery(q string) { c.query = sql.NullString{String: q, Valid: true} }
@@ -386,7 +418,7 @@ func (s *Server) handle(tool string, jsonTool bool, fn toolFunc) mcpserver.ToolH
 			// The token's scopes do not allow this tool (SPEC 11.2).
 			return mcp.NewToolResultError(s.auditForbidden(reqCtx, tool, scope).Error()), nil
 		}
-		c := &call{detail: map[string]any{}, agent: AgentFrom(reqCtx)}
+		c := &call{detail: map[string]any{}, agent: AgentFrom(reqCtx), tool: tool, start: start}
 		if c.agent != "" {
 			c.detail["agent"] = c.agent
 		}
@@ -476,6 +508,16 @@ func (s *Server) result(bulk bulker, out outcome, err error, jsonTool bool) *mcp
 // is bounded (--audit-query-bytes), so no call can grow the log without
 // bound.
 func (s *Server) audit(tool string, start time.Time, c *call, err error) {
+	if c.audited {
+		return
+	}
+	if aerr := s.auditor.Audit(context.Background(), s.auditEntry(tool, start, c, err)); aerr != nil {
+		s.log.Error("could not queue the audit row", "tool", tool, "error", aerr)
+	}
+}
+
+// auditEntry is the call's audit row, bounded.
+func (s *Server) auditEntry(tool string, start time.Time, c *call, err error) audit.Entry {
 	e := audit.Entry{
 		TS: start, Session: s.sessionOf(c.agent), Tool: tool, Query: c.query, OK: err == nil,
 		Rows: c.rows, Duration: time.Since(start), Detail: c.detail,
@@ -488,16 +530,14 @@ func (s *Server) audit(tool string, start time.Time, c *call, err error) {
 		}
 	}
 	e.Bound(s.cfg.AuditQueryBytes)
-	if aerr := s.auditor.Audit(context.Background(), e); aerr != nil {
-		s.log.Error("could not queue the audit row", "tool", tool, "error", aerr)
-	}
+	return e
 }
 
 // request starts a worker request with the configured caps and limits.
 func (s *Server) request(op ipc.Op, mode ipc.Mode) *ipc.Request {
 	c := s.cfg
 	return &ipc.Request{
-		Op: op, Mode: mode, DB: s.dbPath, ReadOnlyFile: c.Profile == config.ProfileReadonly,
+		Op: op, Mode: mode, DB: s.dbPath, ReadOnlyFile: c.Profile == config.ProfileReadonly || s.cluster != nil,
 		Caps: ipc.Caps{
 			MaxRows: c.MaxRows, MaxResultBytes: c.MaxResultBytes, MaxCellChars: c.MaxCellChars,
 			MaxUpdateRows: c.MaxUpdateRows, SearchCandidates: c.SearchCandidates,
@@ -511,6 +551,12 @@ func (s *Server) request(op ipc.Op, mode ipc.Mode) *ipc.Request {
 
 // answer runs req and makes the worker's result the tool's outcome.
 func (s *Server) answer(c *call, req *ipc.Request) (outcome, error) {
+	if s.cluster != nil && req.Preview == nil && !req.Judge && req.Op == ipc.OpQuery && (req.Mode == ipc.ModeWrite || req.Mode == ipc.ModeDestructive) {
+		return s.clusterWrite(c, req)
+	}
+	if s.cluster != nil && req.Op == ipc.OpCreateView {
+		return s.clusterCreateView(c, req)
+	}
 	resp, err := s.run(c, req)
 	if err != nil {
 		return outcome{}, err
@@ -535,6 +581,11 @@ func (s *Server) run(c *call, req *ipc.Request) (*ipc.Response, error) {
 	var onProgress func(ipc.Progress)
 	if c.progress != nil {
 		onProgress = c.progress.worker
+	}
+	// In cluster mode the worker reads the local node's file: it must
+	// hold what this front acknowledged first.
+	if err := s.caughtUp(ctx); err != nil {
+		return nil, err
 	}
 	done, err := s.workerTurn(c)
 	if err != nil {

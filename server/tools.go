@@ -261,6 +261,9 @@ func (s *Server) recall(ctx context.Context, c *call, a args) (outcome, error) {
 			c.detail[k] = val
 		}
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return outcome{}, err
+	}
 	r, err := s.store.Recall(ctx, opt)
 	if err != nil {
 		return outcome{}, memoryError(err)
@@ -406,9 +409,14 @@ func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, err
 	if err != nil {
 		return outcome{}, err
 	}
-	ev, err := s.store.Append(ctx, s.sessionOf(AgentFrom(ctx)), v.str("kind"), v.str("content"))
+	var ev memory.Event
+	if s.cluster != nil {
+		ev, err = s.clusterAppend(c, s.sessionOf(AgentFrom(ctx)), v.str("kind"), v.str("content"))
+	} else if ev, err = s.store.Append(ctx, s.sessionOf(AgentFrom(ctx)), v.str("kind"), v.str("content")); err != nil {
+		err = memoryError(err)
+	}
 	if err != nil {
-		return outcome{}, memoryError(err)
+		return outcome{}, err
 	}
 	c.setRows(1)
 	c.detail["event_id"], c.detail["kind"] = ev.ID, ev.Kind
@@ -417,6 +425,9 @@ func (s *Server) appendEvent(ctx context.Context, c *call, a args) (outcome, err
 
 func (s *Server) verifyChain(ctx context.Context, c *call, a args) (outcome, error) {
 	if _, err := noParams.parse(a, c); err != nil {
+		return outcome{}, err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return outcome{}, err
 	}
 	v, err := s.store.Verify(ctx)
@@ -433,9 +444,14 @@ func (s *Server) checkpoint(ctx context.Context, c *call, a args) (outcome, erro
 	if err != nil {
 		return outcome{}, err
 	}
-	cp, err := s.store.Checkpoint(ctx, s.sessionOf(AgentFrom(ctx)), v.str("summary"))
+	var cp memory.Checkpoint
+	if s.cluster != nil {
+		cp, err = s.clusterCheckpoint(c, s.sessionOf(AgentFrom(ctx)), v.str("summary"))
+	} else if cp, err = s.store.Checkpoint(ctx, s.sessionOf(AgentFrom(ctx)), v.str("summary")); err != nil {
+		err = memoryError(err)
+	}
 	if err != nil {
-		return outcome{}, memoryError(err)
+		return outcome{}, err
 	}
 	c.setRows(1)
 	c.detail["checkpoint_id"] = cp.ID
@@ -458,6 +474,9 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	kinds, agent := v.strs("kinds"), strings.TrimSpace(v.str("agent"))
 	if query == "" && (!since.IsZero() || !until.IsZero() || len(kinds) > 0 || agent != "") {
 		return outcome{}, invalid("since, until, kinds and agent narrow the recall of older events: pass query too (or use the recall tool)")
+	}
+	if err := s.caughtUp(ctx); err != nil {
+		return outcome{}, err
 	}
 	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,

@@ -11,18 +11,6 @@ import (
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/rawsqlite"
 )
 
-// ViewSQL is the statement create_view stores: the description lives in the
-// view's own SQL, so get_schema shows it to the next session.
-func ViewSQL(name, description, selectSQL string) string {
-	var b strings.Builder
-	b.WriteString("CREATE VIEW " + rawsqlite.QuoteIdent(name) + " AS\n")
-	if d := strings.Join(strings.Fields(description), " "); d != "" {
-		b.WriteString("-- description: " + d + "\n")
-	}
-	b.WriteString(selectSQL)
-	return b.String()
-}
-
 // createView compiles the SELECT under the read policy first, then stores it.
 func (ex *executor) createView() (*ipc.Response, error) {
 	v := ex.req.View
@@ -63,7 +51,7 @@ func (ex *executor) createView() (*ipc.Response, error) {
 			return nil, err
 		}
 	}
-	st, _, err := ex.compile(ViewSQL(v.Name, v.Description, selectSQL))
+	st, _, err := ex.compile(policy.ViewSQL(v.Name, v.Description, selectSQL))
 	if err != nil {
 		return nil, err
 	}

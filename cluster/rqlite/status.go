@@ -30,12 +30,15 @@ type NodeStatus struct {
 	LeaderRaftAddr string
 	// RaftAddr is the node's own Raft address.
 	RaftAddr string
+	// Dir is the node's data directory (store.dir), as the node sees it.
+	Dir string
 }
 
 type wireStatus struct {
 	Store struct {
 		NodeID         string `json:"node_id"`
 		Addr           string `json:"addr"`
+		Dir            string `json:"dir"`
 		DBAppliedIndex uint64 `json:"db_applied_index"`
 		Leader         struct {
 			Addr   string `json:"addr"`
@@ -75,7 +78,7 @@ func (c *Client) Status(ctx context.Context, node string) (NodeStatus, error) {
 	return NodeStatus{
 		Node: base, ID: w.Store.NodeID, AppliedIndex: w.Store.DBAppliedIndex,
 		RaftState: w.Store.Raft.State, LeaderID: w.Store.Leader.NodeID,
-		LeaderRaftAddr: w.Store.Leader.Addr, RaftAddr: w.Store.Addr,
+		LeaderRaftAddr: w.Store.Leader.Addr, RaftAddr: w.Store.Addr, Dir: w.Store.Dir,
 	}, nil
 }
 
