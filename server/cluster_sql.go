@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/cluster/rqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/audit"
+	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/cluster/rqlite"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/errcode"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/ipc"
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/memory"
