@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
@@ -383,7 +384,11 @@ func recallWords(terms []recallTerm) []string {
 	return words
 }
 
-func isTokenRune(r rune) bool { return hasTokenChar(string(r)) }
+// isTokenRune reports whether the index's tokenizer keeps r in a token: a
+// letter, digit, '_' or private-use character.
+func isTokenRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
+}
 
 var lineBreaks = regexp.MustCompile(`\r\n|\r|\n`)
 
