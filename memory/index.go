@@ -62,14 +62,16 @@ const (
 // get_resume_context(query=...) rank: a contentless FTS5 table (the text
 // is in the chain; the index keeps only its words) over events and
 // checkpoint summaries, stemmed, with the parts of every identifier beside
-// it (recallText). An event's rowid is its id, a checkpoint's the negative
+// it in body (recallText) and its adjacent words paired in pairs
+// (recallPairs). An event's rowid is its id, a checkpoint's the negative
 // of its id, so that one bm25 ranks both over one vocabulary. The
 // unstemmed memory_events_fts stays as it was, for agents' SQL and the
-// person's view.
+// person's view. A recall index of an earlier form (without pairs) is
+// dropped at start and built again by the catch-up (upgradeRecallIndex).
 var indexDDL = []string{
 	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_events_fts USING fts5(content, kind, content='memory_events', content_rowid='id', tokenize="` + tokenizer + `")`,
 	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_checkpoints_fts USING fts5(summary, content='memory_checkpoints', content_rowid='id', tokenize="` + tokenizer + `")`,
-	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_recall USING fts5(body, kind, content='', tokenize="` + recallTokenizer + `")`,
+	`CREATE VIRTUAL TABLE IF NOT EXISTS memory_recall USING fts5(body, kind, pairs, content='', tokenize="` + recallTokenizer + `")`,
 }
 
 // indexSpec describes one index: its source table and columns.
@@ -224,7 +226,10 @@ func (s *Store) stopCatchUp() {
 // store without an index (logged): recall then answers from SQL alone, and
 // the chain works as before.
 func (s *Store) createIndex(ctx context.Context) {
-	err := bootstrap(ctx, s.db, indexDDL)
+	err := s.upgradeRecallIndex(ctx)
+	if err == nil {
+		err = bootstrap(ctx, s.db, indexDDL)
+	}
 	if err == nil {
 		s.indexEvents, err = s.db.PrepareContext(ctx, indexSQL(eventsIndex))
 	}
@@ -242,6 +247,49 @@ func (s *Store) createIndex(ctx context.Context) {
 		return
 	}
 	s.fts = true
+}
+
+// recallColumnsCurrent is the column the recall index's current form
+// added (recallPairs); an index without it was written in an earlier form.
+const recallColumnsCurrent = "pairs"
+
+// upgradeRecallIndex drops a recall index of an earlier form (one without
+// the pairs column: its rows lack the pairs a query now searches, so
+// recall would miss prose that the identifier's words spell), so that the
+// bootstrap creates it anew and the catch-up indexes every row again, as
+// for a file that never had one (in the background above backgroundFrom
+// rows). The index is contentless: dropping it loses nothing the chain
+// does not hold. The check runs again inside the write transaction, so
+// that two servers starting together drop it once.
+func (s *Store) upgradeRecallIndex(ctx context.Context) error {
+	const stale = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '` + IndexRecall + `'
+ AND NOT EXISTS (SELECT 1 FROM pragma_table_xinfo('` + IndexRecall + `') WHERE name = '` + recallColumnsCurrent + `')`
+	var n int
+	if err := s.db.QueryRowContext(ctx, stale).Scan(&n); err != nil || n == 0 {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.QueryRowContext(ctx, stale).Scan(&n); err != nil || n == 0 {
+		return err
+	}
+	var rows int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+IndexRecall+`_docsize`).Scan(&rows); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE `+IndexRecall); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.log.Info("the recall index was written in an earlier form (no word pairs): it is built again from the memory", "index", IndexRecall, "rows", rows)
+	return nil
 }
 
 // lastIndexed is the highest rowid spec's index holds (0 when empty).
@@ -276,7 +324,7 @@ func recallSourceSQL(spec indexSpec) string {
 	return `SELECT id, content, kind FROM ` + TableEvents + ` WHERE id > ? AND id <= ? ORDER BY id`
 }
 
-const recallInsertSQL = `INSERT INTO ` + IndexRecall + `(rowid, body, kind) VALUES (?, ?, ?)`
+const recallInsertSQL = `INSERT INTO ` + IndexRecall + `(rowid, body, kind, pairs) VALUES (?, ?, ?, ?)`
 
 // recallThrough writes the recall index rows of spec's source rows with ids
 // in (from, to], inside tx; source and insert are the store's prepared
@@ -322,7 +370,7 @@ func recallThrough(ctx context.Context, tx *sql.Tx, source, insert *sql.Stmt, sp
 		if spec.checkpoints {
 			rowid = -r.id
 		}
-		if _, err := ins.ExecContext(ctx, rowid, recallText(r.text), r.kind); err != nil {
+		if _, err := ins.ExecContext(ctx, rowid, recallText(r.text), r.kind, recallPairs(r.text)); err != nil {
 			return err
 		}
 	}

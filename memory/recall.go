@@ -124,15 +124,17 @@ func recallTerms(q string) ([]recallTerm, error) {
 }
 
 // recallMatch is the recall index's FTS5 expression for a query: the
-// terms of RecallQuery, and beside each word that is an identifier its
-// parts as a phrase and, for a snake_case or kebab-case one, the name run
-// together (identifierForms), as the index holds them beside the text:
-// "parseConfig" also searches "parse config" and "cache_key" also "cache
-// key" and cachekey (the lower-case token of cacheKey). A phrase, not the
-// parts each alone: a part such as "orders" of orders_7 may be in every
-// event, and ranking them all would cost what the identifier does not.
-// Porter stems every term as it stems the index. Phrases and prefixes are
-// kept as written.
+// terms of RecallQuery, and beside each word that is an identifier the
+// forms the index holds for its words (identifierForms): its adjacent
+// words paired (parseConfig also searches parse_config, which the pairs
+// column holds for prose "parse config", for parse_config and for
+// parseConfig; max_update_rows the phrase "max_update update_rows") and,
+// for a snake_case or kebab-case one, the name run together (cache_key
+// also searches cachekey, the lower-case token of cacheKey). Pairs, not
+// the words as a phrase: a word such as "orders" of orders_7 may be in
+// every event, and a phrase reads every event's positions of it, while
+// the pair orders_7 is as rare as the identifier. Porter stems every term
+// as it stems the index. Phrases and prefixes are kept as written.
 func recallMatch(q string) (string, error) {
 	terms, err := recallTerms(q)
 	if err != nil {
@@ -144,29 +146,132 @@ func recallMatch(q string) (string, error) {
 		out = append(out, t.fts())
 		seen[strings.ToLower(t.fts())] = true
 	}
+	add := func(form string) {
+		if q := (recallTerm{text: form}).fts(); !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
 	for _, t := range terms {
 		if t.phrase || t.prefix {
 			continue
 		}
 		for _, f := range identifierForms(t.text) {
-			if q := (recallTerm{text: f}).fts(); !seen[q] {
-				seen[q] = true
-				out = append(out, q)
-			}
+			add(f)
 		}
+	}
+	// Two words written next to each other are also searched as their
+	// pair, so that a row that says them together ranks above one that
+	// says each somewhere ("parse config panic" finds parseConfig first).
+	last := ""
+	for _, t := range terms {
+		if t.phrase || t.prefix {
+			last = ""
+			continue
+		}
+		words := pairWords(t.text)
+		if len(words) == 0 {
+			continue
+		}
+		if last != "" && pairable(last, words[0]) {
+			add(last + "_" + words[0])
+		}
+		last = words[len(words)-1]
 	}
 	return strings.Join(out, " OR "), nil
 }
 
-// recallText is what the recall index holds of a text: the text, then the
-// parts of its identifiers that the tokenizer would not find alone
-// (identParts).
+// recallText is what the recall index's body holds of a text: the text,
+// then the parts of its identifiers that the tokenizer would not find
+// alone (identParts). It is also the text a vector is computed from.
 func recallText(text string) string {
 	parts := identParts(text, nil)
 	if len(parts) == 0 {
 		return text
 	}
 	return text + "\n" + strings.Join(parts, " ")
+}
+
+// recallPairs is what the recall index's pairs column holds of a text:
+// each two adjacent words, joined by '_', in the order of the text, where
+// the words are the text's tokens with every identifier split into its
+// words (nameWords) and punctuation ignored, as a phrase ignores it.
+// "the HTTP cache key" holds http_cache cache_key, and so does
+// "httpCacheKey": a query for the identifier cache_key, cacheKey or
+// cache-key then reads the pair's doclist, not those of "cache" and "key".
+// Joined by '_' (a token character), a pair is never a word of prose
+// ("data base" is data_base, not database). Consecutive pairs are
+// adjacent in the column, so a longer identifier is a phrase of its pairs.
+// A pair with a function word is left out (unpairedWords).
+func recallPairs(text string) string {
+	words := pairWords(text)
+	if len(words) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	for i := 1; i < len(words); i++ {
+		if !pairable(words[i-1], words[i]) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[i-1])
+		b.WriteByte('_')
+		b.WriteString(words[i])
+	}
+	return b.String()
+}
+
+// pairWords are the words recallPairs pairs: text's tokens in order, each
+// split into its words by nameWords (lower case).
+func pairWords(text string) []string {
+	var out []string
+	for text != "" {
+		i := strings.IndexFunc(text, isTokenRune)
+		if i < 0 {
+			break
+		}
+		text = text[i:]
+		end := strings.IndexFunc(text, func(r rune) bool { return !isTokenRune(r) })
+		if end < 0 {
+			end = len(text)
+		}
+		words, _ := nameWords(text[:end])
+		out = append(out, words...)
+		text = text[end:]
+	}
+	return out
+}
+
+// unpairedWords are the commonest English function words. A pair with one
+// of them is not indexed: it would be in most rows that say the word, a
+// doclist as long as the word's, and it adds to every row's length what
+// bm25 then weighs against it. An identifier with such a pair (is_admin,
+// to_string) is searched by its words as a phrase (identifierForms).
+var unpairedWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("a an and are as at be but by for from if in is it its no not of on or so that the then this to was we were with") {
+		unpairedWords[w] = true
+	}
+}
+
+// pairable reports whether the recall index holds the pair of a and b.
+func pairable(a, b string) bool { return !unpairedWords[a] && !unpairedWords[b] }
+
+// wordPairs is the pairs form of words w1..wk (k >= 2): w1_w2, or for
+// more words the phrase of their pairs, w1_w2 w2_w3 ... (see recallPairs);
+// the words as a phrase when a pair of them is not indexed (pairable).
+func wordPairs(words []string) string {
+	pairs := make([]string, len(words)-1)
+	for i := range pairs {
+		if !pairable(words[i], words[i+1]) {
+			return strings.Join(words, " ")
+		}
+		pairs[i] = words[i] + "_" + words[i+1]
+	}
+	return strings.Join(pairs, " ")
 }
 
 // identifiers calls fn with each name in text: a run of word characters
@@ -231,19 +336,20 @@ func identParts(text string, parts []string) []string {
 	return parts
 }
 
-// maxFormWords bounds the phrase of an identifier's words that a query
-// searches (every word is one more doclist to read); a longer one is
-// searched as written and run together only.
+// maxFormWords bounds the words of an identifier whose pairs a query
+// searches as a phrase (every pair is one more doclist to read); a longer
+// one is searched as written and run together only.
 const maxFormWords = 8
 
 // identifierForms are the extra forms a query word that is an identifier
-// is searched by: its words as one phrase, and its pieces run together.
+// is searched by: its words paired (wordPairs), and its pieces run
+// together.
 func identifierForms(word string) []string {
 	var forms []string
 	identifiers(word, func(name string) {
 		words, joined := nameWords(name)
 		if len(words) > 1 && len(words) <= maxFormWords {
-			forms = append(forms, strings.Join(words, " "))
+			forms = append(forms, wordPairs(words))
 		}
 		if joined != "" {
 			forms = append(forms, joined)
@@ -276,9 +382,7 @@ func camelWords(w string) []string {
 // hasTokenChar reports whether s holds a letter, digit or '_' (what the
 // index's tokenizer keeps; other characters separate tokens).
 func hasTokenChar(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool {
-		return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
-	}) >= 0
+	return strings.IndexFunc(s, isTokenRune) >= 0
 }
 
 // countTokens counts the runs of token characters in s: the words FTS5
@@ -286,7 +390,7 @@ func hasTokenChar(s string) bool {
 func countTokens(s string) int {
 	n, in := 0, false
 	for _, r := range s {
-		tok := r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
+		tok := isTokenRune(r)
 		if tok && !in {
 			n++
 		}

@@ -28,7 +28,7 @@ var evalSuites = []string{"lexical", "morph", "paraphrase"}
 var evalFloors = map[string]evalScore{
 	"lexical":    {Recall5: 1.00, MRR10: 0.97},
 	"morph":      {Recall5: 1.00, MRR10: 0.92},
-	"paraphrase": {Recall5: 0.39, MRR10: 0.29},
+	"paraphrase": {Recall5: 0.43, MRR10: 0.31},
 }
 
 // evalEvent is one line of events.txt.

@@ -43,16 +43,40 @@ func TestIdentParts(t *testing.T) {
 	}
 }
 
+func TestRecallPairs(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"word", ""},
+		{"the HTTP cache key", "http_cache cache_key"},                                           // no pair with "the"
+		{"httpCacheKey", "http_cache cache_key"},                                                 // an identifier's words pair as prose does
+		{"cache-key, cache_key; Cache Key", "cache_key key_cache cache_key key_cache cache_key"}, // punctuation ignored, as in a phrase
+		{"ran the migration on table orders_7; 42 rows", "table_orders orders_7 7_42 42_rows"},
+		{"is_admin to_string", ""}, // every pair has a function word
+		{"ÉmileDurand café", "émile_durand durand_café"},
+		{"  --  ", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			if got := recallPairs(c.in); got != c.want {
+				t.Fatalf("recallPairs(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
 func TestRecallMatch(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{"login cookie", `"login" OR "cookie"`},
-		{"parse config", `"parse" OR "config"`},
-		{"parseConfig", `"parseConfig" OR "parse config"`}, // a phrase: the part "orders" of orders_7 may be in every event
-		{"cache_key etags", `"cache_key" OR "etags" OR "cache key" OR "cachekey"`},
-		{"HTTPServer", `"HTTPServer" OR "http server"`},
-		{"a_b_c_d_e_f_g_h_i", `"a_b_c_d_e_f_g_h_i" OR "abcdefghi"`},                       // no phrase of more than 8 words
-		{"parseConfig parse_config", `"parseConfig" OR "parse_config" OR "parse config"`}, // a form already asked for (parseconfig, case aside) is not repeated
-		{`"parseConfig failed" parseCo*`, `"parseConfig failed" OR "parseCo"*`},           // phrases and prefixes as written
+		{"login cookie", `"login" OR "cookie" OR "login_cookie"`}, // adjacent words also as their pair
+		{"parse config", `"parse" OR "config" OR "parse_config"`},
+		{"parseConfig", `"parseConfig" OR "parse_config"`}, // its pair, not the phrase "parse config": the word "orders" of orders_7 may be in every event
+		{"orders_7", `"orders_7" OR "orders7"`},            // the pair orders_7 is the identifier itself
+		{"cache_key etags", `"cache_key" OR "etags" OR "cachekey" OR "key_etags"`},
+		{"HTTPServer", `"HTTPServer" OR "http_server"`},
+		{"max_update_rows", `"max_update_rows" OR "max_update update_rows" OR "maxupdaterows"`}, // a phrase of its pairs
+		{"is_admin", `"is_admin" OR "is admin" OR "isadmin"`},                                   // a pair with a function word is not indexed: the words as a phrase
+		{"the login", `"the" OR "login"`},
+		{"a_b_c_d_e_f_g_h_i", `"a_b_c_d_e_f_g_h_i" OR "abcdefghi"`},                          // no phrase of more than 8 words
+		{"parseConfig parse_config", `"parseConfig" OR "parse_config" OR "config_parse"`},    // a form already asked for (case aside) is not repeated
+		{`"parseConfig failed" parseCo* now`, `"parseConfig failed" OR "parseCo"* OR "now"`}, // phrases and prefixes as written, and not paired
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
@@ -226,4 +250,116 @@ func TestRecallFilters(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// TestRecallIdentifierFindsProse: a query identifier finds the prose that
+// spells its words, through the pairs column (recallPairs), also when the
+// identifier is written in another case style; an identifier with a
+// function word in it is searched by its words as a phrase.
+func TestRecallIdentifierFindsProse(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	for _, text := range []string{
+		"the HTTP cache key is the account id",       // 1
+		"max update rows is 500 for the batch job",   // 2
+		"the page checks is admin before the delete", // 3
+		"fixed parseConfig on empty files",           // 4
+		"ran the migration on orders 7 again",        // 5
+		"orders were 7 and keys were cached",         // 6: the words, apart
+	} {
+		if _, err := s.Append(ctx, "s", "note", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		query string
+		want  []string // ids, best first
+	}{
+		{"cache_key", []string{"1"}},
+		{"cacheKey", []string{"1"}},
+		{"cache-key", []string{"1"}},
+		{"max_update_rows", []string{"2"}},
+		{"maxUpdateRows", []string{"2"}},
+		{"is_admin", []string{"3"}},
+		{"parse_config", []string{"4"}},
+		{"orders_7", []string{"5"}},
+		{"orders 7", []string{"5", "6"}}, // the words: both rows, the one that says them together first
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			r, err := s.Recall(ctx, RecallOptions{Query: c.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(r.Text, "\n")[1:] {
+				if id, _, ok := strings.Cut(line, ","); ok && !strings.HasPrefix(line, "#") {
+					got = append(got, id)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("recall %q: %v, want %v\n%s", c.query, got, c.want, r.Text)
+			}
+		})
+	}
+}
+
+// TestRecallIndexUpgradesEarlierForm: a recall index written by an
+// earlier version (body and kind, no pairs) is dropped at start and built
+// again, so that its rows have their pairs; nothing else in the file
+// changes.
+func TestRecallIndexUpgradesEarlierForm(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := openStore(t, path)
+	e1, err := s.Append(ctx, "s", "note", "the HTTP cache key is the account id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkpoint(ctx, "s", "cache key settled"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db := rawDB(t, path)
+	mustExec(t, db, `DROP TABLE memory_recall`)
+	mustExec(t, db, `CREATE VIRTUAL TABLE memory_recall USING fts5(body, kind, content='', tokenize="porter unicode61 remove_diacritics 2 tokenchars '_'")`)
+	mustExec(t, db, `INSERT INTO memory_recall(rowid, body, kind) VALUES (?, ?, 'note'), (-1, 'cache key settled', 'checkpoint')`, e1.ID, recallText(e1.Content))
+	e2 := appendLikeReference(t, db, "2026-02-01T10:00:00Z", "20260201T100000Z-cafe", "decision", "the cache key gets a version prefix")
+	others := func() []string {
+		var out []string
+		for _, row := range masterRows(t, db) {
+			if !strings.Contains(row, "|memory_recall") {
+				out = append(out, row)
+			}
+		}
+		return out
+	}
+	before := others()
+
+	s2 := openStore(t, path)
+	if after := others(); !slices.Equal(before, after) {
+		t.Fatalf("the start changed other objects:\nbefore %q\nafter  %q", before, after)
+	}
+	var pairs, docs int
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM pragma_table_xinfo('memory_recall') WHERE name = 'pairs'), (SELECT count(*) FROM memory_recall_docsize)`).Scan(&pairs, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if pairs != 1 || docs != 3 {
+		t.Fatalf("after the start: pairs column %d, %d rows indexed; want 1 and 3 (two events, a checkpoint)", pairs, docs)
+	}
+	if got := matchIDs(t, db, `SELECT rowid FROM memory_recall WHERE memory_recall MATCH 'pairs:cache_key' ORDER BY rowid`); !slices.Equal(got, []int64{-1, e1.ID, e2}) {
+		t.Fatalf("rows with the pair cache_key: %v", got)
+	}
+	r, err := s2.Recall(ctx, RecallOptions{Query: "cache_key"})
+	if err != nil || r.Matched != 3 {
+		t.Fatalf("recall cache_key after the upgrade: %d matches, %v\n%s", r.Matched, err, r.Text)
+	}
+	s2.Close()
+	// A second start finds the current form and leaves it alone.
+	rows := masterRows(t, db)
+	openStore(t, path)
+	if again := masterRows(t, db); !slices.Equal(rows, again) {
+		t.Fatalf("a second start changed the schema:\nbefore %q\nafter  %q", rows, again)
+	}
+	mustExec(t, db, `INSERT INTO memory_recall(memory_recall, rank) VALUES('integrity-check', 0)`)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcp-sqlite-memory/mcp-sqlite-memory/render"
@@ -245,7 +246,7 @@ func (s *Store) Recall(ctx context.Context, opt RecallOptions) (_ Recalled, err 
 		trailer += " (raise limit to see more)"
 	}
 	if fused {
-		trailer += fmt.Sprintf(" | ranked by bm25 over stemmed words and identifier parts (memory_recall), its best %d re-ranked with their embedding vectors' cosine to the query's (%s, reciprocal rank fusion, vector weight %g); score: bm25, higher is more relevant", s.fusion.Depth, TableVectors, s.fusion.Weight)
+		trailer += " | ranked by bm25 over stemmed words and identifier parts (memory_recall), " + s.fusionNote() + "; score: bm25, higher is more relevant"
 	} else {
 		trailer += " | ranked by bm25 over stemmed words and identifier parts (memory_recall), ties newest first; score: higher is more relevant"
 	}
@@ -261,44 +262,45 @@ func (s *Store) Recall(ctx context.Context, opt RecallOptions) (_ Recalled, err 
 // says why).
 var ErrNoRecallIndex = errors.New("recall is unavailable: the full-text index could not be created (see the server log)")
 
-// rankWithin is rankRecall in a read transaction of its own, under the
-// budget (0: none).
-func (s *Store) rankWithin(ctx context.Context, match string, f recallFilter, limit int, budget time.Duration) ([]recallHit, int, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	return budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
-		return rankRecall(ctx, tx, match, f, limit)
-	})
-}
-
-// rankFused is rankWithin, then, with an embedding model, the fusion of
-// the best fusion.Depth word matches with their vectors (fuseRecall) in
-// the same read transaction, cut to limit. fused reports whether vectors
-// took part.
+// rankFused is rankInTx in a read transaction of its own, under the
+// budget (0: none). fused reports whether vectors took part.
 func (s *Store) rankFused(ctx context.Context, query, match string, f recallFilter, limit int, budget time.Duration) (_ []recallHit, _ int, fused bool, _ error) {
-	if s.emb == nil {
-		hits, n, err := s.rankWithin(ctx, match, f, limit, budget)
-		return hits, n, false, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, 0, false, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	hits, n, err := budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
-		hits, n, err := rankRecall(ctx, tx, match, f, max(limit, s.fusion.Depth))
-		if err == nil {
-			hits, fused, err = s.fuseRecall(ctx, tx, query, hits)
-		}
+	hits, n, err := budgeted(ctx, budget, func(ctx context.Context) (hits []recallHit, n int, err error) {
+		hits, n, fused, err = s.rankInTx(ctx, tx, query, match, f, limit)
 		return hits, n, err
 	})
+	return hits, n, fused, err
+}
+
+// rankInTx is rankRecall inside tx, then, with an embedding model, the
+// fusion of the best fusion.Depth word matches with their vectors
+// (fuseRecall) in the same transaction, cut to limit: the ranking of the
+// recall tool and of get_resume_context's recall section. fused reports
+// whether vectors took part.
+func (s *Store) rankInTx(ctx context.Context, tx *sql.Tx, query, match string, f recallFilter, limit int) (_ []recallHit, _ int, fused bool, _ error) {
+	if s.emb == nil {
+		hits, n, err := rankRecall(ctx, tx, match, f, limit)
+		return hits, n, false, err
+	}
+	hits, n, err := rankRecall(ctx, tx, match, f, max(limit, s.fusion.Depth))
+	if err == nil {
+		hits, fused, err = s.fuseRecall(ctx, tx, query, hits)
+	}
 	if err != nil {
 		return nil, 0, false, err
 	}
 	return hits[:min(len(hits), limit)], n, fused, nil
+}
+
+// fusionNote says how the word ranking was re-ranked with vectors, for a
+// trailer or a header.
+func (s *Store) fusionNote() string {
+	return fmt.Sprintf("its best %d re-ranked with their embedding vectors' cosine to the query's (%s, reciprocal rank fusion, vector weight %g)", s.fusion.Depth, TableVectors, s.fusion.Weight)
 }
 
 // budgeted runs the recall's statements under the budget: the driver
@@ -383,7 +385,11 @@ func recallWords(terms []recallTerm) []string {
 	return words
 }
 
-func isTokenRune(r rune) bool { return hasTokenChar(string(r)) }
+// isTokenRune reports whether the index's tokenizer keeps r in a token: a
+// letter, digit, '_' or private-use character.
+func isTokenRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Co, r)
+}
 
 var lineBreaks = regexp.MustCompile(`\r\n|\r|\n`)
 

@@ -88,7 +88,7 @@ func BenchmarkFusionSweep(b *testing.B) {
 	g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	for _, depth := range []int{10, 30, 100} {
 		for _, w := range []float64{0.1, 0.15, 0.25, 0.5} {
-			for _, k := range []float64{20, 60} {
+			for _, k := range []float64{20, 25, 60} {
 				s.fusion = Fusion{Depth: depth, K: k, Weight: w}
 				show("depth " + strconv.Itoa(depth) + " k " + g(k) + " w " + g(w))
 			}

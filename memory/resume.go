@@ -32,7 +32,9 @@ type ResumeOptions struct {
 	MaxCellChars int
 	// Query, when not empty, adds the older events most relevant to it
 	// (see RecallQuery for how it is read), at most MaxEvents, ranked by
-	// bm25, in a section of their own under the same MaxBytes.
+	// bm25 (fused with embedding vectors when the store has a model, as
+	// the recall tool ranks), in a section of their own under the same
+	// MaxBytes.
 	Query string
 	// RecallTimeout, when above 0, is the budget of the recall's
 	// statements (the server's --query-timeout): they are interrupted when
@@ -69,6 +71,9 @@ type Resume struct {
 	// IndexLag is how many rows the full-text index still lacks while a
 	// background catch-up runs (0 otherwise): those are not ranked yet.
 	IndexLag int64
+	// Fused reports whether the recall section was re-ranked with
+	// embedding vectors (as the recall tool's ranking is, rankInTx).
+	Fused bool
 }
 
 // ResumeContext builds the get_resume_context text (SPEC 5.2, as the
@@ -121,7 +126,7 @@ func (s *Store) ResumeContext(ctx context.Context, opt ResumeOptions) (_ Resume,
 		}
 	}
 	filter := recallFilter{kinds: only, notKinds: r.Excluded, since: opt.Since, until: opt.Until, agent: opt.Agent}
-	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, match, filter, opt.RecallTimeout)
+	events, recalled, err := s.resumeRead(ctx, &r, opt.MaxEvents, opt.Query, match, filter, opt.RecallTimeout)
 	var timeout *RecallTimeoutError
 	if errors.As(err, &timeout) {
 		return Resume{}, err
@@ -201,7 +206,11 @@ func (s *Store) recallSection(r *Resume, recalled []recallEvent, opt ResumeOptio
 	if n < r.Matched {
 		head += fmt.Sprintf(", showing the best %d", n)
 	}
-	head += " | ranked by bm25, ties newest first; score: higher is more relevant"
+	if r.Fused {
+		head += " | ranked by bm25, " + s.fusionNote() + "; score: bm25, higher is more relevant"
+	} else {
+		head += " | ranked by bm25, ties newest first; score: higher is more relevant"
+	}
 	out := append(behind, head)
 	if n > 0 {
 		out = append(out, strings.TrimRight(string(csv), "\n"))
@@ -248,9 +257,10 @@ func renderRecall(events []recallEvent, maxBytes, maxCellChars int) ([]byte, int
 // resumeRead reads the checkpoint, its anchoring and the events after it in
 // one read transaction, newest limit first, and returns them oldest first.
 // With a match expression it also returns, from the same snapshot, the
-// limit best-ranked other events that match it.
+// limit best-ranked other events that match it (the query's, ranked as
+// the recall tool ranks: fused with vectors when the store has a model).
 // The recall runs within budget (0: none).
-func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match string, filter recallFilter, budget time.Duration) ([]Event, []recallEvent, error) {
+func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, query, match string, filter recallFilter, budget time.Duration) ([]Event, []recallEvent, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return nil, nil, err
@@ -308,8 +318,9 @@ func (s *Store) resumeRead(ctx context.Context, r *Resume, limit int, match stri
 	for _, e := range events {
 		filter.notIDs = append(filter.notIDs, e.ID)
 	}
-	hits, matched, err := budgeted(ctx, budget, func(ctx context.Context) ([]recallHit, int, error) {
-		return rankRecall(ctx, tx, match, filter, limit)
+	hits, matched, err := budgeted(ctx, budget, func(ctx context.Context) (hits []recallHit, n int, err error) {
+		hits, n, r.Fused, err = s.rankInTx(ctx, tx, query, match, filter, limit)
+		return hits, n, err
 	})
 	if err != nil {
 		return nil, nil, err

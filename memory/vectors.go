@@ -54,7 +54,7 @@ type Fusion struct {
 }
 
 // DefaultFusion is the fusion the evaluation chose (docs/recall.md).
-var DefaultFusion = Fusion{Depth: 30, K: 60, Weight: 0.1}
+var DefaultFusion = Fusion{Depth: 30, K: 25, Weight: 0.1}
 
 // UseEmbeddings turns vectors on for this store: the vector table is
 // created, vectors of another model are deleted, the events and

@@ -185,3 +185,60 @@ func TestRecallSaysItFused(t *testing.T) {
 		t.Fatalf("a query without a vector says it fused:\n%s", r.Text)
 	}
 }
+
+// TestResumeRecallFused: get_resume_context's recall section is ranked as
+// the recall tool ranks, fused with the vectors when the store has a
+// model, and its header says so.
+func TestResumeRecallFused(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "m.db"))
+	var ids []string
+	for _, c := range []string{
+		"database database login session zeta",                   // words first: two hits, short
+		"database storage postgres disks and other details zeta", // vectors first: all of it is storage
+		"nothing about it",
+	} {
+		e, err := s.Append(ctx, "s", "note", c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, itoa(e.ID))
+	}
+	if _, err := s.Checkpoint(ctx, "s", "later"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s", "note", "a recent note"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, query string
+		model       bool
+		want        []string
+		fused       bool
+	}{
+		{"words only", "database", false, []string{ids[0], ids[1]}, false},
+		{"fused", "database", true, []string{ids[1], ids[0]}, true},
+		{"a query the model knows no word of", "zeta", true, []string{ids[0], ids[1]}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.model && s.emb == nil {
+				if err := s.UseEmbeddings(ctx, tinyEmbedder(t, 0), Fusion{Depth: 30, K: 1, Weight: 2}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.ResumeContext(ctx, ResumeOptions{MaxEvents: 2, Query: c.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, recs := recallSectionOf(t, r.Text)
+			var got []string
+			for _, rec := range recs[1:] {
+				got = append(got, rec[0])
+			}
+			if !slices.Equal(got, c.want) || r.Fused != c.fused || strings.Contains(head, "re-ranked with their embedding vectors") != c.fused {
+				t.Fatalf("recall section %v (fused %v), want %v (fused %v):\n%s", got, r.Fused, c.want, c.fused, r.Text)
+			}
+		})
+	}
+}

@@ -27,8 +27,9 @@ func tinyModelDir(t *testing.T) string {
 
 // TestRecallWithEmbeddingModel (issue 47 step 4): with --embedding-model
 // the server stores a vector beside each event (the reference's rows get
-// theirs at start), recall says it re-ranked with them, and the vector
-// table is a server object agents cannot write.
+// theirs at start), recall and get_resume_context's recall section say
+// they re-ranked with them, and the vector table is a server object agents
+// cannot write.
 func TestRecallWithEmbeddingModel(t *testing.T) {
 	t.Parallel()
 	model := tinyModelDir(t)
@@ -51,6 +52,11 @@ func TestRecallWithEmbeddingModel(t *testing.T) {
 	if !strings.Contains(text, "re-ranked with their embedding vectors") {
 		t.Fatalf("the trailer does not say vectors took part:\n%s", text)
 	}
+	// get_resume_context's recall section is ranked the same way.
+	resume := s.ok("get_resume_context", map[string]any{"query": "database storage", "max_events": 1})
+	if _, section, _ := strings.Cut(resume, "\n# recall: "); !strings.Contains(section, "re-ranked with their embedding vectors") || !strings.Contains(section, "\n9,") {
+		t.Fatalf("the resume's recall section does not say vectors took part, or misses event 9:\n%s", resume)
+	}
 	s.fails("write_query", q(`DELETE FROM memory_vectors`), "PROTECTED_TABLE")
 	s.fails("write_query", q(`INSERT INTO memory_vectors (id, model, vector) VALUES (99, 'x', x'')`), "PROTECTED_TABLE")
 	if tables := s.ok("list_tables", nil); strings.Contains(tables, "memory_vectors") {
@@ -65,6 +71,9 @@ func TestRecallWithEmbeddingModel(t *testing.T) {
 	s = start(t, db)
 	if text := s.ok("recall", map[string]any{"query": "database storage"}); strings.Contains(text, "vectors") {
 		t.Fatalf("without --embedding-model the trailer speaks of vectors:\n%s", text)
+	}
+	if text := s.ok("get_resume_context", map[string]any{"query": "database storage", "max_events": 1}); strings.Contains(text, "vectors") || !strings.Contains(text, "| ranked by bm25, ties newest first;") {
+		t.Fatalf("without --embedding-model the resume's recall section speaks of vectors:\n%s", text)
 	}
 }
 

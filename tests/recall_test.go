@@ -283,6 +283,33 @@ func TestRecallCatchesUp(t *testing.T) {
 	}
 }
 
+// TestRecallIndexUpgradedAtStart: a file whose recall index an earlier
+// version wrote (no pairs column) gets it built again at start, so that
+// an identifier finds the prose that spells it (cache_key: "cache key").
+func TestRecallIndexUpgradedAtStart(t *testing.T) {
+	t.Parallel()
+	db := referenceDB(t)                                                                           // events 1..8
+	referenceAppend(t, db, "2026-03-01T08:00:00Z", "note", "the HTTP cache key is the account id") // 9
+	direct := openDirect(t, db)
+	if _, err := direct.Exec(`CREATE VIRTUAL TABLE memory_recall USING fts5(body, kind, content='', tokenize="porter unicode61 remove_diacritics 2 tokenchars '_'")`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Exec(`INSERT INTO memory_recall(rowid, body, kind) SELECT id, content, kind FROM memory_events`); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, db)
+	if ids := recallIDs(t, s.ok("recall", map[string]any{"query": "cache_key"})); len(ids) != 1 || ids[0] != "9" {
+		t.Fatalf("recall cache_key after the upgrade: %v, want 9", ids)
+	}
+	var pairs int
+	if err := direct.QueryRow(`SELECT count(*) FROM pragma_table_xinfo('memory_recall') WHERE name = 'pairs'`).Scan(&pairs); err != nil || pairs != 1 {
+		t.Fatalf("the recall index has %d pairs columns (%v), want 1", pairs, err)
+	}
+	if v := s.verify(); !v.OK || v.Events != 9 {
+		t.Fatalf("verify: %+v", v)
+	}
+}
+
 // TestRecallCatchesUpInBackground: a file with a long backlog the index
 // lacks (20,000 events another program wrote) gets a server that answers
 // at once and indexes the backlog in the background, says so in its log,
