@@ -185,7 +185,7 @@ func PlanAppend(head Head, ts time.Time, session, kind, content string, emb Embe
 		// The local store indexes from the index's last row; a plan
 		// indexes exactly its own event (every plan indexes its own).
 		{SQL: indexSQL(eventsIndex), Args: []any{e.ID - 1, e.ID}},
-		{SQL: recallInsertSQL, Args: []any{e.ID, recallText(e.Content), e.Kind}},
+		{SQL: recallInsertSQL, Args: []any{e.ID, recallText(e.Content), e.Kind, recallPairs(e.Content)}},
 	}
 	if emb != nil {
 		plan = append(plan, Stmt{SQL: `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) VALUES (?, ?, unhex(?))`,
@@ -230,8 +230,8 @@ func PlanCheckpoint(head Head, ts time.Time, session, summary string, emb Embedd
 		{SQL: `INSERT INTO ` + checkpointsIndex.fts + `(rowid, ` + checkpointsIndex.columns + `) SELECT id, ` + checkpointsIndex.columns +
 			` FROM ` + TableCheckpoints + ` WHERE id = ` + newestCheckpoint},
 		// A checkpoint's recall row is under minus its id (recallThrough).
-		{SQL: `INSERT INTO ` + IndexRecall + `(rowid, body, kind) SELECT -` + newestCheckpoint + `, ?, 'checkpoint'`,
-			Args: []any{recallText(c.Summary)}},
+		{SQL: `INSERT INTO ` + IndexRecall + `(rowid, body, kind, pairs) SELECT -` + newestCheckpoint + `, ?, 'checkpoint', ?`,
+			Args: []any{recallText(c.Summary), recallPairs(c.Summary)}},
 	}
 	if emb != nil {
 		plan = append(plan, Stmt{SQL: `INSERT OR REPLACE INTO ` + TableVectors + ` (id, model, vector) SELECT -` + newestCheckpoint + `, ?, unhex(?)`,
