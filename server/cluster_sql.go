@@ -39,10 +39,18 @@ func (s *Server) clusterWrite(c *call, req *ipc.Request) (outcome, error) {
 			return outcome{}, errcode.New(errcode.WorkerFailed, "the worker did not judge the statement; the call did not complete")
 		}
 		if j.Reads {
-			// A SELECT sent to a writing tool is answered as a read.
+			// A SELECT sent to a writing tool is answered as a read, on
+			// the node's copy (Cluster: a worker refuses to write there).
 			read := *req
-			read.Snapshot = nil
-			return s.answer(c, &read)
+			read.Snapshot, read.Cluster, read.Mode = nil, true, ipc.ModeRead
+			resp, err := s.run(c, &read)
+			if err != nil {
+				return outcome{}, err
+			}
+			return outcome{text: resp.Text, json: resp.JSON}, nil
+		}
+		if j.Returning {
+			return outcome{}, errcode.New(errcode.InvalidArgument, "RETURNING is not available in cluster mode: rqlite answers a write without its rows. Run the statement without RETURNING, then read the rows with read_query")
 		}
 		var snapNote string
 		if req.Snapshot != nil {

@@ -96,6 +96,11 @@ func TestClusterToolsOverStdio(t *testing.T) {
 	if got := s.ok("read_query", q("SELECT id, body FROM notes ORDER BY id")); !strings.HasPrefix(got, "id,body\n1,first\n2,second\n") {
 		t.Fatalf("read after write: %q", got)
 	}
+	// A SELECT sent to write_query is answered as a read.
+	if got := s.ok("write_query", q("SELECT count(*) AS n FROM notes")); !strings.HasPrefix(got, "n\n2\n") {
+		t.Fatalf("a SELECT through write_query: %q", got)
+	}
+	s.fails("write_query", q("INSERT INTO notes (body) VALUES ('r') RETURNING id"), "INVALID_ARGUMENT")
 	s.ok("append_event", map[string]any{"content": "chose rqlite for the team's memory", "kind": "decision"})
 	s.ok("append_event", map[string]any{"content": "the cache_key lives in notes"})
 	s.ok("checkpoint", map[string]any{"summary": "cluster mode works end to end"})
