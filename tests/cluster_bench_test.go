@@ -204,6 +204,16 @@ func startFrontEnv(t testing.TB, cl *rqlitetest.Cluster, i int, env []string, fl
 	return s
 }
 
+// nodeClient is an rqlite client of node i of cl alone.
+func nodeClient(t testing.TB, cl *rqlitetest.Cluster, i int) *rqlite.Client {
+	t.Helper()
+	c, err := rqlite.New([]string{cl.URL(i)}, rqlite.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // appendedRE reads an append_event answer's event id.
 var appendedRE = regexp.MustCompile(`^ok: event (\d+) appended`)
 
@@ -311,8 +321,18 @@ func BenchmarkClusterAgents(b *testing.B) {
 	}
 	all := []int{0, 1, 2}
 	// Every front reads its own node's file: each must hold the table
-	// before its agents read it.
-	sameOnEveryNode(b, cl, all, "SELECT count(*) FROM items")
+	// before its agents read it (a follower may not have created it yet).
+	if !waitFor(20*time.Second, func() bool {
+		for i := range all {
+			res, err := nodeClient(b, cl, i).Query(context.Background(), []rqlite.Statement{{SQL: "SELECT count(*) FROM items"}}, rqlite.None)
+			if err != nil || len(res.Results[0].Values) != 1 || res.Results[0].Values[0][0] != int64(1000) {
+				return false
+			}
+		}
+		return true
+	}) {
+		b.Fatal("a node does not hold the 1,000 items after 20 s")
+	}
 
 	var file, clustered agentsRun
 	first := (b.N + 1) / 2
