@@ -29,14 +29,16 @@ import (
 //	append-cluster/file   <= 3    (paced append_event, front beside node 0 of a 3-node loopback cluster, over stdio)
 //	read-cluster/file     <= 1.5  (paced primary-key read_query, same front)
 //	cluster-calls/s, file-calls/s (3 fronts x 8 HTTP agents, half appends; nothing lost)
+//	cluster-raft-entries/append   (write requests per acknowledged append: lost races for the head show here)
 //
 // The paced benchmark also times, in the same rounds, the rqlite requests a
 // cluster call is built on, straight through the project's client: a
 // node's /status (what a read waits on before its worker runs), a
 // linearizable read of the chain's head and a one-row write (an append is
-// those two). Node 0 is the leader in about a third of the runs; the
+// those two). The cluster elects its own leader, node 0 or not; the
 // leader-node0 metric says whether it was, since a follower forwards
-// every write and linearizable read to the leader.
+// every write and linearizable read to the leader (docs/performance.md
+// gives the figures of both).
 
 // BenchmarkClusterPaced: in each round, one paced append_event and one
 // paced primary-key read_query to a cluster front (over stdio, beside node
@@ -334,14 +336,33 @@ func BenchmarkClusterAgents(b *testing.B) {
 		b.Fatal("a node does not hold the 1,000 items after 20 s")
 	}
 
+	// Every write request is one Raft entry, whether it commits or its
+	// guard fails it: the entries per call say how many requests the
+	// fronts sent beyond one per append (lost races for the head, audit
+	// batches of the reads).
+	applied := func() uint64 {
+		var most uint64
+		for i := range all {
+			if st, err := nodeClient(b, cl, i).Status(context.Background(), cl.URL(i)); err == nil {
+				most = max(most, st.AppliedIndex)
+			}
+		}
+		return most
+	}
 	var file, clustered agentsRun
+	var entries uint64
+	clusterPhase := func(phase string, calls int) {
+		before := applied()
+		clustered.add(runAgents(b, clusterClients, phase, calls))
+		entries += applied() - before
+	}
 	first := (b.N + 1) / 2
 	time.Sleep(time.Second) // the pools fill after start-up
 	b.ResetTimer()
 	file.add(runAgents(b, fileClients, "file-1", first))
-	clustered.add(runAgents(b, clusterClients, "cluster-1", first))
+	clusterPhase("cluster-1", first)
 	if rest := b.N - first; rest > 0 {
-		clustered.add(runAgents(b, clusterClients, "cluster-2", rest))
+		clusterPhase("cluster-2", rest)
 		file.add(runAgents(b, fileClients, "file-2", rest))
 	}
 	b.StopTimer()
@@ -398,5 +419,6 @@ func BenchmarkClusterAgents(b *testing.B) {
 	b.ReportMetric(percentile(clustered.reads, 0.5), "cluster-read-p50-ms")
 	b.ReportMetric(percentile(file.appends, 0.5), "file-append-p50-ms")
 	b.ReportMetric(percentile(file.reads, 0.5), "file-read-p50-ms")
+	b.ReportMetric(float64(entries)/float64(len(clustered.appends)), "cluster-raft-entries/append")
 	b.ReportMetric(0, "ns/op")
 }
