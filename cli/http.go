@@ -54,8 +54,13 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace 
 	opt := server.HTTPOptions{Tokens: set, OAuth: res}
 	if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.
+		// In cluster mode it shows the copy of the node beside this front.
+		db := cfg.DB
+		if cfg.Clustered() {
+			db = cfg.NodeFile()
+		}
 		view, err := ui.New(ctx, ui.Options{
-			DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(cfg.DB), Base: "/ui",
+			DB: db, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(db), Base: "/ui",
 			HostChecked: true, Authorized: tokenHolder(set, res), Log: log.Named("ui"),
 			Challenge: `Basic realm="mcp-sqlite-memory", charset="UTF-8"`,
 			Refusal:   "refused: sign in with an agent's name and its token as the password (make one: mcp-sqlite-memory token add NAME --auth-tokens FILE)",

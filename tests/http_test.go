@@ -32,6 +32,9 @@ type httpServer struct {
 	tokens string // the token file
 	token  map[string]string
 	listen string // --http's address; "" is 127.0.0.1:0
+	// memory is the flags naming the memory; nil: --db db. A cluster
+	// front's are --rqlite and --rqlite-data.
+	memory []string
 	cmd    *exec.Cmd
 	log    *lockedBuffer
 	done   chan struct{} // closed when the process has exited
@@ -70,7 +73,11 @@ func (h *httpServer) start(flags ...string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	args := []string{"--db", h.db, "--http", listen}
+	args := h.memory
+	if args == nil {
+		args = []string{"--db", h.db}
+	}
+	args = append(append([]string(nil), args...), "--http", listen)
 	if h.tokens != "" {
 		args = append(args, "--auth-tokens", h.tokens)
 	}
