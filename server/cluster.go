@@ -56,6 +56,9 @@ const (
 // read-only as the store the memory reads go through.
 func (s *Server) openCluster(ctx context.Context) error {
 	cfg := s.cfg
+	if cfg.RQLiteData == "" {
+		return s.openRemote(ctx) // no node beside this front: cluster_remote.go
+	}
 	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: cfg.QueryTimeout + 5*time.Second, Log: s.log.Named("rqlite")})
 	if err != nil {
 		return &config.UsageError{Msg: fmt.Sprintf("--rqlite: %v", err)}
