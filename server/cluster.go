@@ -36,6 +36,8 @@ type cluster struct {
 	// appendMu makes this front's appends take turns: they would only
 	// race each other for the head.
 	appendMu sync.Mutex
+	// remote is set when no node is beside this front (cluster_remote.go).
+	remote *remote
 }
 
 // Bounds of cluster mode.
@@ -142,6 +144,9 @@ func (cl *cluster) findLocal(ctx context.Context, dir string) (string, error) {
 // catchUp waits, bounded, until the local node applied every write this
 // front acknowledged.
 func (cl *cluster) catchUp(ctx context.Context) error {
+	if cl.remote != nil {
+		return cl.remote.refresh(ctx, cl.client) // no local node: the schema mirror
+	}
 	ctx, cancel := context.WithTimeout(ctx, clusterCatchUpWait)
 	defer cancel()
 	if err := cl.client.WaitApplied(ctx, cl.local, cl.written.Load()); err != nil {
