@@ -508,6 +508,16 @@ func (s *Server) remoteSnapshot(c *call, want *ipc.Snapshot) (string, error) {
 	if want.Keep <= 0 {
 		return "; snapshots are disabled", nil
 	}
+	path, err := s.remoteSnapshotFile(c, want)
+	if err != nil {
+		return "", err
+	}
+	return "; snapshot: " + path + " (the cluster's backup before the statement)", nil
+}
+
+// remoteSnapshotFile writes the cluster's backup as a snapshot (the
+// snapshot tool's too) and returns its path.
+func (s *Server) remoteSnapshotFile(c *call, want *ipc.Snapshot) (string, error) {
 	tmp, err := snapshot.NewPartial(want.Dir, want.Stem)
 	if err != nil {
 		return "", errcode.New(errcode.DatabaseUnavailable, "the snapshot before the statement could not be written, so the statement did not run: "+err.Error())
@@ -523,5 +533,5 @@ func (s *Server) remoteSnapshot(c *call, want *ipc.Snapshot) (string, error) {
 	}
 	snapshot.Rotate(want.Dir, want.Stem, want.Keep, path, s.log)
 	c.detail["snapshot"] = path
-	return "; snapshot: " + path + " (the cluster's backup before the statement)", nil
+	return path, nil
 }
