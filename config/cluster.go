@@ -28,7 +28,7 @@ func (c *Config) NodeFile() string { return filepath.Join(c.RQLiteData, "db.sqli
 func clusterOptions() []option {
 	return []option{
 		listOption("rqlite", "MCP_SQLITE_RQLITE", "keep the memory in an rqlite cluster reached at these node URLs, comma-separated (http://host:4001); --db is then not used; see --rqlite-data (docs/cluster.md)", func(c *Config, l []string) { c.RQLite = l }),
-		stringOption("rqlite-data", []string{"MCP_SQLITE_RQLITE_DATA"}, "", "with --rqlite: the data directory of the rqlite node beside this front; workers read its db.sqlite read-only", func(c *Config, v string) { c.RQLiteData = strings.TrimSpace(v) }),
+		stringOption("rqlite-data", []string{"MCP_SQLITE_RQLITE_DATA"}, "", "with --rqlite: the data directory of the rqlite node beside this front; workers read its db.sqlite read-only (without it, reads go through the cluster's API: docs/cluster.md)", func(c *Config, v string) { c.RQLiteData = strings.TrimSpace(v) }),
 	}
 }
 
