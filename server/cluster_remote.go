@@ -266,18 +266,22 @@ func (r *remote) rebuild(ctx context.Context, objs []schemaObject, version int64
 		}
 	}
 	// In the cluster's order; what fails (an object naming one made
-	// later, after a rename) is tried again once the rest exists.
+	// later, after a rename) is tried again once the rest exists. What
+	// this SQLite cannot make at all (a virtual table module it lacks) is
+	// left out with a warning: a statement naming it fails as "no such
+	// table", every other call goes on.
 	todo := mirrored(objs)
 	for round := 0; len(todo) > 0; round++ {
 		var failed []schemaObject
-		var last error
+		var errs []string
 		for _, o := range todo {
 			if _, err := conn.ExecContext(ctx, o.sql); err != nil {
-				failed, last = append(failed, o), fmt.Errorf("%s %s: %w", o.typ, o.name, err)
+				failed, errs = append(failed, o), append(errs, fmt.Sprintf("%s %s: %v", o.typ, o.name, err))
 			}
 		}
-		if len(failed) == len(todo) || round > 3 {
-			return last
+		if len(failed) > 0 && (len(failed) == len(todo) || round > 3) {
+			r.log.Warn("the schema mirror leaves out what it could not create", "objects", strings.Join(errs, "; "))
+			break
 		}
 		todo = failed
 	}

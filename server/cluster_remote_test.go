@@ -90,9 +90,12 @@ func TestMirrorRebuild(t *testing.T) {
 		{"view", "v", "CREATE VIEW v AS SELECT x FROM a"},
 	}
 	second := []schemaObject{
+		{"view", "w", "CREATE VIEW w AS SELECT y FROM b JOIN c"}, // before its tables: made in a second round
 		{"table", "b", "CREATE TABLE b (y)"},
-		{"view", "w", "CREATE VIEW w AS SELECT y FROM b"},
 		{"table", "f", "CREATE VIRTUAL TABLE f USING fts5(body)"},
+		{"trigger", "tb", "CREATE TRIGGER tb AFTER INSERT ON b BEGIN INSERT INTO c VALUES (new.y); END"},
+		{"table", "c", "CREATE TABLE c (z)"},
+		{"table", "odd", "CREATE VIRTUAL TABLE odd USING nosuchmodule(x)"}, // left out
 	}
 	for _, step := range []struct {
 		objs    []schemaObject
@@ -100,7 +103,7 @@ func TestMirrorRebuild(t *testing.T) {
 		want    []string
 	}{
 		{first, 41, []string{"a", "ax", "f", "v"}},
-		{second, 7, []string{"b", "f", "w"}},
+		{second, 7, []string{"b", "c", "f", "tb", "w"}},
 	} {
 		if err := r.rebuild(ctx, step.objs, step.version); err != nil {
 			t.Fatal(err)
