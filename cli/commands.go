@@ -61,7 +61,7 @@ func callTool(ctx context.Context, args []string, env Env) error {
 	if w := config.PathWarning(cfg.DB); w != "" && strings.HasPrefix(cfg.DB, "~") {
 		fmt.Fprintln(env.Stderr, "mcp-sqlite-memory: "+w)
 	}
-	if mustExist {
+	if mustExist && !cfg.Clustered() {
 		if _, err := os.Stat(cfg.DB); err != nil {
 			abs, _ := filepath.Abs(cfg.DB)
 			return &exitError{status: exitUsage, msg: fmt.Sprintf("no database at %s (--must-exist); check the path (ls %s), or leave out --must-exist to create a new one", abs, filepath.Dir(abs))}
@@ -144,6 +144,9 @@ func verify(ctx context.Context, args []string, env Env) error {
 	if fromExport {
 		return verifyJSONL(jsonl, env)
 	}
+	if cfg.Clustered() {
+		return verifyCluster(ctx, cfg, env)
+	}
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
@@ -168,6 +171,12 @@ func verify(ctx context.Context, args []string, env Env) error {
 		return &exitError{status: exitUsage, msg: err.Error()}
 	}
 	defer store.Close()
+	return verifyStore(ctx, store, env)
+}
+
+// verifyStore prints the verify_chain JSON of store's chain: exit 0
+// intact, 1 broken.
+func verifyStore(ctx context.Context, store *memory.Store, env Env) error {
 	v, err := store.Verify(ctx)
 	if err != nil {
 		return &exitError{status: exitUsage, msg: err.Error()}

@@ -45,11 +45,13 @@ order_items; 2024-2025) to PATH; refuses to overwrite a non-empty file.`,
 	},
 	"call": func() help {
 		return help{
-			usage: `call --db PATH [flags] TOOL ['{"arg":...}']`,
+			usage: `call --db PATH | --rqlite URL[,URL] [--rqlite-data DIR] [flags] TOOL ['{"arg":...}']`,
 			about: `Runs one tool call through the real path (worker, policy, audit) and prints
 its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`,
 			flags: [][2]string{
 				{"--db PATH", "the database (created if missing, as the server does, and said on stderr)"},
+				{"--rqlite URL[,URL]", "instead of --db: a front in cluster mode in this process (docs/cluster.md)"},
+				{"--rqlite-data DIR", "with --rqlite: the data directory of the node beside it"},
 				{"--must-exist", "refuse (exit 2) a --db that does not exist yet: a setup check"},
 				{"-v, --verbose", "debug logs on stderr"},
 				serverFlagsNote,
@@ -58,36 +60,44 @@ its text; exit 1 when the tool answers an error. Logs warnings only, unless -v.`
 				`mcp-sqlite-memory call --db memory.db read_query '{"query":"SELECT count(*) FROM query_log"}'`,
 				`mcp-sqlite-memory call --db memory.db append_event '{"content":"switched to WAL","kind":"decision"}'`,
 				`mcp-sqlite-memory call --must-exist --db /home/me/.local/share/agent-memory/memory.db get_resume_context '{}'`,
+				`mcp-sqlite-memory call --rqlite http://127.0.0.1:4001 --rqlite-data ./rqlite-data/n1 verify_chain '{}'`,
 			},
 		}
 	},
 	"verify": func() help {
 		return help{
-			usage: "verify --db PATH | verify --jsonl FILE",
+			usage: "verify --db PATH | verify --jsonl FILE | verify --rqlite URL[,URL]",
 			about: `Checks the memory chain offline and prints the verify_chain JSON: of a
-database, or of an export written by "export" (the same answers).
+database, of an export written by "export", or of a copy of an rqlite
+cluster's database (its backup, in a private temporary folder; the same
+answers).
 Exit 0: intact; 1: broken; 2: not a usable memory database or export.`,
 			flags: [][2]string{
 				{"--db PATH", "the memory database"},
 				{"--jsonl FILE", "an export instead (- reads stdin)"},
+				{"--rqlite URL[,URL]", "a cluster's memory instead (any of its nodes)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
 			examples: []string{
 				"mcp-sqlite-memory verify --db ~/.local/share/agent-memory/memory.db",
 				"mcp-sqlite-memory verify --jsonl memory.jsonl",
+				"mcp-sqlite-memory verify --rqlite http://127.0.0.1:4001,http://127.0.0.1:4011",
 			},
 		}
 	},
 	"export": func() help {
 		return help{
-			usage: "export --db PATH [--out FILE]",
+			usage: "export --db PATH | --rqlite URL[,URL] [--out FILE]",
 			about: `Writes every memory event and checkpoint as JSON Lines, one object a line
 with every column, the hash included: events in id order, each checkpoint
 after the event it is anchored to. The same rows always give the same bytes.
 Reads one snapshot while servers go on appending; on stderr, a progress line
-a second for long chains. Agent tables and the audit log are not exported.`,
+a second for long chains. Agent tables and the audit log are not exported.
+With --rqlite, the memory of a cluster: a copy of its whole database
+(its backup) in a private temporary folder, removed afterwards.`,
 			flags: [][2]string{
 				{"--db PATH", "the memory database (opened read-only)"},
+				{"--rqlite URL[,URL]", "a cluster's memory instead (any of its nodes)"},
 				{"--out FILE", "write FILE, complete or not at all (default: stdout)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
@@ -95,25 +105,31 @@ a second for long chains. Agent tables and the audit log are not exported.`,
 				"mcp-sqlite-memory export --db memory.db --out memory.jsonl",
 				"mcp-sqlite-memory export --db memory.db | gzip > memory.jsonl.gz",
 				`mcp-sqlite-memory export --db memory.db | jq -r 'select(.type=="event" and .kind=="decision") | .content'`,
+				"mcp-sqlite-memory export --rqlite http://127.0.0.1:4001 --out memory.jsonl",
 			},
 		}
 	},
 	"import": func() help {
 		return help{
-			usage: "import --db NEW FILE",
+			usage: "import --db NEW FILE | import --rqlite URL[,URL] FILE",
 			about: `Builds the memory of NEW (created if missing) from an export: every row
 with its own id, time, session and hash, verified while read, in one
 transaction, with the full-text index. Refuses a NEW that already holds
 events or checkpoints (exit 2), and any line that breaks the chain or is no
 export line, saying which and why (exit 1); a refused import writes no row.
-FILE - reads stdin.`,
+FILE - reads stdin. With --rqlite, into a new cluster: the memory is built in
+a private temporary file and loaded (rqlite replaces the whole database, on
+every node); refused (exit 2) when the cluster holds any agent table, view,
+or memory or audit row.`,
 			flags: [][2]string{
 				{"--db NEW", "the database to build"},
+				{"--rqlite URL[,URL]", "an empty cluster instead (any of its nodes)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
 			examples: []string{
 				"mcp-sqlite-memory import --db new-memory.db memory.jsonl",
 				"gunzip -c memory.jsonl.gz | mcp-sqlite-memory import --db new-memory.db -",
+				"mcp-sqlite-memory import --rqlite http://127.0.0.1:4001 memory.jsonl",
 			},
 		}
 	},

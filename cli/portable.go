@@ -87,8 +87,21 @@ func exportCmd(ctx context.Context, args []string, env Env) error {
 	if err := cfg.RequireDB(); err != nil {
 		return err
 	}
-	store, err := memory.OpenExisting(ctx, cfg.DB, oneShotLogger(env, cfg.Verbose))
+	path := cfg.DB
+	if cfg.Clustered() {
+		// The memory of a cluster: its rows, copied whole.
+		copied, cleanup, err := clusterBackup(ctx, cfg, env)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		path = copied
+	}
+	store, err := memory.OpenExisting(ctx, path, oneShotLogger(env, cfg.Verbose))
 	if err != nil {
+		if cfg.Clustered() {
+			return &exitError{status: exitUsage, msg: fmt.Sprintf("the cluster at %s holds no memory to export (%v)", strings.Join(cfg.RQLite, ","), err)}
+		}
 		return &exitError{status: exitUsage, msg: err.Error()}
 	}
 	defer store.Close()
@@ -138,7 +151,7 @@ func importCmd(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if len(rest) != 1 {
-		return &config.UsageError{Msg: "import takes the export file to read (- for stdin)\nTry: mcp-sqlite-memory import --db new-memory.db memory.jsonl"}
+		return &config.UsageError{Msg: "import takes the export file to read (- for stdin)\nTry: mcp-sqlite-memory import --db new-memory.db memory.jsonl, or import --rqlite http://127.0.0.1:4001 memory.jsonl"}
 	}
 	var r io.Reader = env.Stdin
 	if rest[0] != "-" {
@@ -148,6 +161,9 @@ func importCmd(ctx context.Context, args []string, env Env) error {
 		}
 		defer f.Close()
 		r = f
+	}
+	if cfg.Clustered() {
+		return importCluster(ctx, cfg, rest[0], r, env)
 	}
 	st, err := portable.Import(ctx, cfg.DB, r, oneShotLogger(env, cfg.Verbose))
 	var le *portable.LineError

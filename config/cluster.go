@@ -27,8 +27,8 @@ func (c *Config) NodeFile() string { return filepath.Join(c.RQLiteData, "db.sqli
 
 func clusterOptions() []option {
 	return []option{
-		listOption("rqlite", "MCP_SQLITE_RQLITE", "keep the memory in an rqlite cluster reached at these node URLs, comma-separated (http://host:4001); --db is then not used; needs --rqlite-data (docs/cluster.md)", func(c *Config, l []string) { c.RQLite = l }),
-		stringOption("rqlite-data", []string{"MCP_SQLITE_RQLITE_DATA"}, "", "with --rqlite: the data directory of the rqlite node beside this front; workers read its db.sqlite read-only", func(c *Config, v string) { c.RQLiteData = strings.TrimSpace(v) }),
+		listOption("rqlite", "MCP_SQLITE_RQLITE", "keep the memory in an rqlite cluster reached at these node URLs, comma-separated (http://host:4001); --db is then not used; see --rqlite-data (docs/cluster.md)", func(c *Config, l []string) { c.RQLite = l }),
+		stringOption("rqlite-data", []string{"MCP_SQLITE_RQLITE_DATA"}, "", "with --rqlite: the data directory of the rqlite node beside this front; workers read its db.sqlite read-only (without it, reads go through the cluster's API: docs/cluster.md)", func(c *Config, v string) { c.RQLiteData = strings.TrimSpace(v) }),
 	}
 }
 
@@ -56,7 +56,10 @@ func (c *Config) checkCluster() error {
 	case c.Replicate != "":
 		return &UsageError{"--replicate copies one file with Litestream; in cluster mode rqlite keeps the copies\nTry: drop --replicate"}
 	case c.RQLiteData == "":
-		return &UsageError{"--rqlite needs --rqlite-data DIR, the data directory of the rqlite node beside this front (its workers read DIR/db.sqlite read-only)\nTry: --rqlite-data /var/lib/rqlite/node1"}
+		// No node beside this front: the one-shot commands (verify,
+		// export, import --rqlite) and a front without a local node
+		// (docs/cluster.md) read through the cluster's API.
+		return nil
 	}
 	abs, err := filepath.Abs(c.RQLiteData)
 	if err != nil {

@@ -25,7 +25,9 @@ func TestClusterFlags(t *testing.T) {
 		}, ""},
 		{"not clustered", []string{"--db", "m.db"}, nil, func(c *Config) bool { return !c.Clustered() }, ""},
 		{"data without cluster", []string{"--rqlite-data", "node1"}, nil, nil, "--rqlite-data is for cluster mode"},
-		{"no data dir", []string{"--rqlite", "127.0.0.1:4001"}, nil, nil, "--rqlite needs --rqlite-data DIR"},
+		{"no data dir", []string{"--rqlite", "127.0.0.1:4001"}, nil, func(c *Config) bool {
+			return c.Clustered() && c.RQLiteData == "" && c.SnapshotDir == ""
+		}, ""},
 		{"db too", []string{"--rqlite", "127.0.0.1:4001", "--rqlite-data", "n", "--db", "m.db"}, nil, nil, "--db and --rqlite both given"},
 		{"db from env too", []string{"--rqlite", "127.0.0.1:4001", "--rqlite-data", "n"}, map[string]string{"MCP_SQLITE_DB": "m.db"}, nil, "drop --db (and MCP_SQLITE_DB)"},
 		{"readonly", []string{"--rqlite", "127.0.0.1:4001", "--rqlite-data", "n", "--profile", "readonly"}, nil, nil, "--rqlite is for the memory profile"},

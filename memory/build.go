@@ -115,11 +115,16 @@ func (b *Build) AddCheckpoint(ctx context.Context, c Checkpoint) error {
 // Commit indexes the rows added and commits.
 func (b *Build) Commit(ctx context.Context) error {
 	if b.fts {
-		if err := indexThrough(ctx, b.tx, eventsIndex, 0, b.lastEvent); err != nil {
-			return fmt.Errorf("memory: import: index: %w", err)
-		}
-		if err := indexThrough(ctx, b.tx, checkpointsIndex, 0, b.lastCheckpoint); err != nil {
-			return fmt.Errorf("memory: import: index: %w", err)
+		// The recall index too: a cluster node's store (OpenNode) trusts
+		// the indexes to be complete and never catches them up, and an
+		// import is how a cluster gets its memory (import --rqlite).
+		for _, idx := range []struct {
+			spec indexSpec
+			last int64
+		}{{eventsIndex, b.lastEvent}, {checkpointsIndex, b.lastCheckpoint}, {recallEvents, b.lastEvent}, {recallCheckpoints, b.lastCheckpoint}} {
+			if err := indexThrough(ctx, b.tx, idx.spec, 0, idx.last); err != nil {
+				return fmt.Errorf("memory: import: index: %w", err)
+			}
 		}
 	}
 	if err := b.tx.Commit(); err != nil {

@@ -36,6 +36,8 @@ type cluster struct {
 	// appendMu makes this front's appends take turns: they would only
 	// race each other for the head.
 	appendMu sync.Mutex
+	// remote is set when no node is beside this front (cluster_remote.go).
+	remote *remote
 }
 
 // Bounds of cluster mode.
@@ -56,6 +58,9 @@ const (
 // read-only as the store the memory reads go through.
 func (s *Server) openCluster(ctx context.Context) error {
 	cfg := s.cfg
+	if cfg.RQLiteData == "" {
+		return s.openRemote(ctx) // no node beside this front: cluster_remote.go
+	}
 	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: cfg.QueryTimeout + 5*time.Second, Log: s.log.Named("rqlite")})
 	if err != nil {
 		return &config.UsageError{Msg: fmt.Sprintf("--rqlite: %v", err)}
@@ -139,6 +144,9 @@ func (cl *cluster) findLocal(ctx context.Context, dir string) (string, error) {
 // catchUp waits, bounded, until the local node applied every write this
 // front acknowledged.
 func (cl *cluster) catchUp(ctx context.Context) error {
+	if cl.remote != nil {
+		return cl.remote.refresh(ctx, cl.client) // no local node: the schema mirror
+	}
 	ctx, cancel := context.WithTimeout(ctx, clusterCatchUpWait)
 	defer cancel()
 	if err := cl.client.WaitApplied(ctx, cl.local, cl.written.Load()); err != nil {

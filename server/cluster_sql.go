@@ -129,6 +129,9 @@ func writtenText(j *ipc.Judgement, r rqlite.ExecStatement, snapNote string) stri
 // clusterSnapshot copies the local node's file (caught up with this
 // front's writes) into the snapshot folder before a destructive statement.
 func (s *Server) clusterSnapshot(c *call, want *ipc.Snapshot) (string, error) {
+	if s.cluster.remote != nil {
+		return s.remoteSnapshot(c, want) // no local node: cluster_remote.go
+	}
 	if want.Keep <= 0 {
 		return "; snapshots are disabled", nil
 	}

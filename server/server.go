@@ -551,6 +551,11 @@ func (s *Server) request(op ipc.Op, mode ipc.Mode) *ipc.Request {
 
 // answer runs req and makes the worker's result the tool's outcome.
 func (s *Server) answer(c *call, req *ipc.Request) (outcome, error) {
+	if s.cluster != nil && s.cluster.remote != nil {
+		if out, handled, err := s.remoteAnswer(c, req); handled {
+			return out, err
+		}
+	}
 	if s.cluster != nil && req.Preview == nil && !req.Judge && req.Op == ipc.OpQuery && (req.Mode == ipc.ModeWrite || req.Mode == ipc.ModeDestructive) {
 		return s.clusterWrite(c, req)
 	}

@@ -70,6 +70,14 @@ func (s *Server) snapshotTool(ctx context.Context, c *call, a args) (outcome, er
 	if s.cfg.Snapshots <= 0 {
 		return skip("snapshots are disabled (--snapshots 0)")
 	}
+	if s.cluster != nil && s.cluster.remote != nil {
+		// No local node: the cluster's backup (cluster_remote.go).
+		path, err := s.remoteSnapshotFile(c, &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots})
+		if err != nil {
+			return skip(err.Error())
+		}
+		return outcome{text: "ok: snapshot written: " + path}, nil
+	}
 	req := s.request(ipc.OpSnapshot, ipc.ModeRead)
 	req.Snapshot = &ipc.Snapshot{Dir: s.cfg.SnapshotDir, Stem: config.Stem(s.dbPath), Keep: s.cfg.Snapshots}
 	resp, err := s.run(c, req)

@@ -264,7 +264,12 @@ func (s *Server) recall(ctx context.Context, c *call, a args) (outcome, error) {
 	if err := s.caughtUp(ctx); err != nil {
 		return outcome{}, err
 	}
-	r, err := s.store.Recall(ctx, opt)
+	store, release, err := s.memoryReader(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer release()
+	r, err := store.Recall(ctx, opt)
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}
@@ -430,7 +435,12 @@ func (s *Server) verifyChain(ctx context.Context, c *call, a args) (outcome, err
 	if err := s.caughtUp(ctx); err != nil {
 		return outcome{}, err
 	}
-	v, err := s.store.Verify(ctx)
+	store, release, err := s.memoryReader(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer release()
+	v, err := store.Verify(ctx)
 	if err != nil {
 		return outcome{}, memoryError(err)
 	}
@@ -478,7 +488,12 @@ func (s *Server) resumeContext(ctx context.Context, c *call, a args) (outcome, e
 	if err := s.caughtUp(ctx); err != nil {
 		return outcome{}, err
 	}
-	r, err := s.store.ResumeContext(ctx, memory.ResumeOptions{
+	store, release, err := s.memoryReader(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer release()
+	r, err := store.ResumeContext(ctx, memory.ResumeOptions{
 		MaxEvents: maxEvents, ExcludeKinds: exclude,
 		MaxBytes: s.cfg.MaxResultBytes, MaxCellChars: s.cfg.MaxCellChars, Query: query,
 		RecallTimeout: s.cfg.QueryTimeout,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // executePath is every write's endpoint and parameters: one Raft entry and
@@ -120,6 +121,18 @@ func (c *Client) Execute(ctx context.Context, stmts []Statement) (*ExecResult, e
 // Query runs read statements at level. rqlite refuses a statement that
 // would write ("attempt to change database via query operation").
 func (c *Client) Query(ctx context.Context, stmts []Statement, level Level) (*QueryResult, error) {
+	return c.query(ctx, stmts, level, 0)
+}
+
+// QueryWithin is Query with rqlite's own bound on the statements' run
+// (db_timeout): the node stops them when it passes, with SQLite's
+// interrupt, and answers an error. A read that runs away inside rqlite is
+// stopped there, not only abandoned by this client.
+func (c *Client) QueryWithin(ctx context.Context, stmts []Statement, level Level, dbTimeout time.Duration) (*QueryResult, error) {
+	return c.query(ctx, stmts, level, dbTimeout)
+}
+
+func (c *Client) query(ctx context.Context, stmts []Statement, level Level, dbTimeout time.Duration) (*QueryResult, error) {
 	switch level {
 	case None, Weak, Strong, Linearizable:
 	default:
@@ -134,6 +147,9 @@ func (c *Client) Query(ctx context.Context, stmts []Statement, level Level) (*Qu
 	// "norwrandom" backwards and would rewrite random()); blob_array:
 	// BLOBs as byte arrays, never confused with text.
 	path := "/db/query?level=" + string(level) + "&noparse&blob_array"
+	if dbTimeout > 0 {
+		path += "&db_timeout=" + dbTimeout.String()
+	}
 	err = c.do(ctx, &request{
 		method: http.MethodPost, path: path, body: body, contentType: "application/json",
 		read: func(resp *http.Response) (verdict, error) {
