@@ -106,7 +106,9 @@ type stmtGen struct {
 	bytes int64
 }
 
-func (g *stmtGen) add(sql string, args ...any) { g.out = append(g.out, memory.Stmt{SQL: sql, Args: args}) }
+func (g *stmtGen) add(sql string, args ...any) {
+	g.out = append(g.out, memory.Stmt{SQL: sql, Args: args})
+}
 
 // agentObjects follows applyAgentObjects step by step: drop triggers,
 // views and tables (a table's indexes and triggers, a virtual table's
@@ -296,7 +298,7 @@ const castText = "CAST(? AS TEXT)"
 // about how many bytes it adds to the request. Every storage class comes
 // back as it was: an integer as int64, a REAL as float64 (infinities as
 // literals, which JSON cannot carry), a BLOB as bytes (an empty one as
-// X''), text as a string.
+// X”), text as a string.
 func encodeValue(typ string, v any) (mark string, arg any, size int64) {
 	switch typ {
 	case "null":
