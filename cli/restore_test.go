@@ -21,6 +21,9 @@ func TestSplitRestoreFlags(t *testing.T) {
 		{name: "bool values", args: []string{"--everything=false", "--dry-run=true", "snap.db"}, want: restoreFlags{dryRun: true}, rest: []string{"snap.db"}},
 		{name: "after --", args: []string{"--db", "m.db", "--", "--everything"}, rest: []string{"--db", "m.db", "--", "--everything"}},
 		{name: "reason without text", args: []string{"snap.db", "--reason"}, wantErr: "--reason needs a text"},
+		{name: "cluster", args: []string{"--rqlite", "h1:4001,h2:4001", "--rqlite-data=/d/n1", "--max-request-mb", "8", "snap.db"}, want: restoreFlags{rqlite: "h1:4001,h2:4001", rqliteData: "/d/n1", maxRequestMB: 8}, rest: []string{"snap.db"}},
+		{name: "rqlite without nodes", args: []string{"snap.db", "--rqlite"}, wantErr: "--rqlite needs a value"},
+		{name: "bad request bound", args: []string{"--max-request-mb=0", "snap.db"}, wantErr: `invalid value "0" for --max-request-mb`},
 		{name: "bad bool", args: []string{"--everything=maybe"}, wantErr: `invalid value "maybe" for --everything`},
 	}
 	for _, tt := range tests {
