@@ -44,6 +44,10 @@ type ClusterOptions struct {
 	MaxRequest int64
 }
 
+// testHookClusterPlanned runs between the backup the plan is made from
+// and the request; tests write to the cluster there.
+var testHookClusterPlanned = func() {}
+
 // clusterRequestTimeout bounds one HTTP request to a node: the restore's
 // request can be large, and one left unanswered has an unknown outcome.
 const clusterRequestTimeout = 2 * time.Minute
@@ -132,6 +136,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (_ *Result, err error) {
 		return nil, err
 	}
 	res.Event = ev
+	testHookClusterPlanned()
 	if _, err := client.Execute(ctx, toRqlite(stmts)); err != nil {
 		if err := clusterRestoreError(ctx, client, o, ev, stmts, err); err != nil {
 			return nil, err
