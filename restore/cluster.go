@@ -120,7 +120,11 @@ func RunCluster(ctx context.Context, o ClusterOptions) (_ *Result, err error) {
 	fmt.Fprintf(o.Out, "restore of the rqlite cluster %s from %s: the agent's tables, indexes, views and triggers come back from the snapshot; the memory log, checkpoints and audit log stay as they are\n", strings.Join(client.Nodes(), ","), o.Snapshot)
 	if o.DryRun {
 		cp.Plan.write(o.Out)
-		fmt.Fprintf(o.Out, "one request of %d statements (%s of row data)\n", len(cp.Agent)+1, sizeText(cp.Bytes))
+		_, stmts, err := cp.request(o, "", started)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Out, "one request of %d statements (%s of row data) would do it\n", len(stmts), sizeText(cp.Bytes))
 		fmt.Fprintln(o.Out, "dry run: nothing was changed")
 		return res, nil
 	}

@@ -54,13 +54,16 @@ func TestClusterRestore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore --dry-run: %v\n%s", err, out)
 	}
-	for _, want := range []string{"notes: not there now -> 3, added", "tags: 0 -> 2, replaced", "later: 1 -> not in the snapshot, removed", "dry run: nothing was changed"} {
+	for _, want := range []string{"notes: not there now -> 3, added", "tags: 0 -> 2, replaced", "later: 1 -> not in the snapshot, removed", "statements (", "dry run: nothing was changed"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the dry run lacks %q:\n%s", want, out)
 		}
 	}
 	if rows := nodeRows(t, cl, 0, "SELECT count(*) FROM sqlite_master WHERE name = 'notes'"); rows != "0\n" {
 		t.Fatalf("the dry run changed the cluster: %q", rows)
+	}
+	if names, _ := filepath.Glob(filepath.Join(filepath.Dir(snap), "*")); len(names) != 2 {
+		t.Errorf("the dry run left files in the snapshot folder: %q", names)
 	}
 
 	out, err = exec.Command(serverBin, "restore", "--rqlite", urls, "--reason", "undo the cleanup", snap).CombinedOutput()
