@@ -142,7 +142,12 @@ func RunCluster(ctx context.Context, o ClusterOptions) (_ *Result, err error) {
 	res.Event = ev
 	testHookClusterPlanned()
 	if _, err := client.Execute(ctx, toRqlite(stmts)); err != nil {
+		unknown := errors.Is(err, rqlite.ErrUnknownOutcome)
 		if err := clusterRestoreError(ctx, client, o, ev, stmts, err); err != nil {
+			if !unknown {
+				// Nothing changed: the copy is no one's safety snapshot.
+				_ = os.Remove(res.Safety)
+			}
 			return nil, err
 		}
 		return res, nil // it landed, its answer was lost

@@ -105,6 +105,9 @@ func TestRunClusterRace(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the cluster changed since its state was read") || !strings.Contains(err.Error(), "Run restore again") {
 		t.Fatalf("a restore racing a write: %v\n%s", err, out.String())
 	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*.pre-restore.db")); len(names) != 0 {
+		t.Errorf("the failed restore kept a safety snapshot of a state it did not change: %q", names)
+	}
 	if got := leaderRows(t, c, "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN ('notes', 'later')), (SELECT count(*) FROM memory_events), (SELECT count(*) FROM query_log WHERE tool = 'restore')"); got != "1|1|0\n" {
 		t.Fatalf("the failed restore changed the cluster: %q", got)
 	}
