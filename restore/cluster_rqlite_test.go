@@ -52,7 +52,7 @@ func TestRunClusterRace(t *testing.T) {
 	ctx := context.Background()
 	clusterExec(t, c, memory.ClusterSchema()...)
 	clusterExec(t, c, memory.Stmt{SQL: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body, at DATETIME)"},
-		memory.Stmt{SQL: "INSERT INTO notes VALUES (1, x'00ff', '2026-12-05 10:00:00'), (2, 'x''41''', NULL), (3, 2.0, 'soon')"},
+		memory.Stmt{SQL: "INSERT INTO notes VALUES (1, x'00ff', '2026-12-05 10:00:00'), (2, 'x''41''', NULL), (3, 2.0, 'soon'), (4, 9223372036854775807, 1e20), (5, -9223372036854775808, 0.1), (6, 9e999, -9e999), (7, CAST(x'41ff' AS TEXT), x'')"},
 		memory.Stmt{SQL: "CREATE TABLE docs (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT)"},
 		memory.Stmt{SQL: "CREATE VIRTUAL TABLE docs_fts USING fts5(body, content='docs', content_rowid='id')"},
 		memory.Stmt{SQL: "CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN INSERT INTO docs_fts(rowid, body) VALUES (new.id, new.body); END"},
@@ -81,7 +81,7 @@ func TestRunClusterRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	const notesQ = "SELECT id, typeof(body), hex(body), typeof(at), hex(at) FROM notes ORDER BY id"
+	const notesQ = "SELECT id, typeof(body), hex(body), quote(body), typeof(at), hex(at), quote(at) FROM notes ORDER BY id"
 	want := leaderRows(t, c, notesQ)
 	// The full-text index finds the first doc (the third was deleted
 	// from docs, not from the index: the snapshot's index is copied as
