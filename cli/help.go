@@ -135,7 +135,7 @@ or memory or audit row.`,
 	},
 	"restore": func() help {
 		return help{
-			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run] [--force] [--restore-timeout SECONDS]",
+			usage: "restore --db PATH SNAPSHOT [--reason TEXT] [--everything] [--dry-run] [--force] [--restore-timeout SECONDS] (or --rqlite URL[,URL...] instead of --db)",
 			about: `Puts a snapshot (destructive_query's, the snapshot tool's, or a safety
 snapshot of an earlier restore) back into the database. The agent's tables,
 indexes, views and triggers come back from the snapshot; the memory log,
@@ -158,7 +158,14 @@ transaction. If rows it would put back were changed since, it refuses and
 names them (table, key, what changed) unless --force. Its safety snapshot is
 an undo record of the restore (the rows it puts back, a few KiB), or a full
 copy when the record recreates tables or other objects. Several undo records
-are restored one by one, newest first.`,
+are restored one by one, newest first.
+
+In cluster mode (--rqlite) it reads the cluster's state (a backup, kept as
+the safety snapshot db.<time>Z.pre-restore.db), plans from it, and sends the
+whole restore with its memory event and audit row as one rqlite request,
+which every node applies as one transaction. Servers may keep running: if
+any of them wrote meanwhile, the request fails on every node and restore
+says to run it again. Row data above --max-request-mb (64) is refused.`,
 			flags: [][2]string{
 				{"--db PATH", "the database to restore into (a missing file gets the whole snapshot)"},
 				{"--reason TEXT", "why, recorded in the restore event and the audit row"},
@@ -168,6 +175,9 @@ are restored one by one, newest first.`,
 				{"--snapshot-dir PATH", "where the safety snapshot goes (default <db dir>/<stem>.snapshots)"},
 				{"--restore-timeout SECONDS", "stop and roll back a restore that runs longer (default 600: a snapshot is untrusted input)"},
 				{"--max-growth-mb N", "roll back a restore that would add more than N MiB beyond four times the snapshot's size (default 512)"},
+				{"--rqlite URL[,URL...]", "restore into this rqlite cluster instead of a file (the snapshot is a front's db.<time>Z.db)"},
+				{"--rqlite-data DIR", "with --rqlite: the snapshot folder is DIR.snapshots, as for a front beside that node (default: the snapshot's own folder)"},
+				{"--max-request-mb N", "with --rqlite: refuse a snapshot whose agent rows take more than N MiB in the one request (default 64)"},
 				{"-v, --verbose", "debug logs on stderr"},
 			},
 			examples: []string{
@@ -176,6 +186,7 @@ are restored one by one, newest first.`,
 				"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T101800.456Z.pre-restore.db   # undo that restore",
 				"mcp-sqlite-memory restore --db memory.db --everything memory.snapshots/memory.20261130T101500.123Z.db",
 				"mcp-sqlite-memory restore --db memory.db memory.snapshots/memory.20261130T103000.789Z.undo.db   # newest first, then the older ones",
+				"mcp-sqlite-memory restore --rqlite http://10.0.0.1:4001,http://10.0.0.2:4001 /var/lib/rqlite/node1.snapshots/db.20261130T101500.123Z.db",
 			},
 		}
 	},

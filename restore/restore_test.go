@@ -47,6 +47,12 @@ ANALYZE;
 // and appends more memory, as a session after the snapshot would.
 func setup(t *testing.T) (db, snap string, store *memory.Store) {
 	t.Helper()
+	return setupWith(t, agentSchema)
+}
+
+// setupWith is setup with schema as the agent's objects and rows.
+func setupWith(t *testing.T, schema string) (db, snap string, store *memory.Store) {
+	t.Helper()
 	ctx := context.Background()
 	db = filepath.Join(t.TempDir(), "memory.db")
 	store, err := memory.Open(ctx, db, nil)
@@ -54,7 +60,7 @@ func setup(t *testing.T) (db, snap string, store *memory.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	sqlitetest.ExecFile(t, db, agentSchema)
+	sqlitetest.ExecFile(t, db, schema)
 	if _, err := store.Append(ctx, "s", "note", "before the snapshot"); err != nil {
 		t.Fatal(err)
 	}

@@ -138,8 +138,11 @@ type TableChanges struct {
 }
 
 // IsRecord reports whether the SQLite file at path is an undo record.
+// It opens the file as immutable: a read-only connection to a full
+// snapshot in WAL mode (a copy of a WAL database, a cluster node's) would
+// leave an empty -wal and a -shm beside it.
 func IsRecord(path string) bool {
-	c, err := rawsqlite.Open(path, rawsqlite.ReadOnly)
+	c, err := rawsqlite.OpenImmutable(path)
 	if err != nil {
 		return false
 	}
