@@ -76,6 +76,9 @@ func (s *Server) clusterWrite(c *call, req *ipc.Request) (outcome, error) {
 				}
 				continue
 			case 1:
+				if se.TimedOut() {
+					return outcome{}, errcode.New(errcode.Timeout, fmt.Sprintf("the statement ran longer than --query-timeout=%s in the cluster and every node stopped it; nothing was changed. Narrow it (a WHERE clause, a LIMIT, a bound on a recursive CTE) or write in batches", s.cfg.QueryTimeout))
+				}
 				return outcome{}, errcode.New(errcode.SQL, se.Message+" (nothing was changed)")
 			case 3:
 				return outcome{}, errcode.New(errcode.Policy, fmt.Sprintf(

@@ -70,7 +70,10 @@ func (h *httpServer) start(flags ...string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	args := []string{"--db", h.db, "--http", listen}
+	args := []string{"--http", listen}
+	if h.db != "" { // "": cluster mode, where the flags name the cluster
+		args = append(args, "--db", h.db)
+	}
 	if h.tokens != "" {
 		args = append(args, "--auth-tokens", h.tokens)
 	}

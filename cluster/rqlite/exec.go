@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// executePath is every write's endpoint and parameters: one Raft entry and
+// executeBase is every write's endpoint and parameters: one Raft entry and
 // one SQLite transaction (any failing statement rolls back all of them),
 // the text run exactly as sent, and the entry's index in the answer.
 // Never "queue": queued writes are acknowledged before they commit.
-const executePath = "/db/execute?transaction&norwrandom&norwtime&raft_index"
+const executeBase = "/db/execute?transaction&norwrandom&norwtime&raft_index"
 
 // ExecResult is the answer to an Execute.
 type ExecResult struct {
@@ -87,7 +87,7 @@ func (c *Client) Execute(ctx context.Context, stmts []Statement) (*ExecResult, e
 	}
 	var res *ExecResult
 	err = c.do(ctx, &request{
-		method: http.MethodPost, path: executePath, body: body,
+		method: http.MethodPost, path: c.executePath, body: body,
 		contentType: "application/json", write: true,
 		read: func(resp *http.Response) (verdict, error) {
 			w, v, err := readWire(resp, true)
