@@ -52,7 +52,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace 
 	}
 	defer done()
 	opt := server.HTTPOptions{Tokens: set, OAuth: res}
-	if cfg.Profile == config.ProfileMemory {
+	if cfg.Clustered() {
+		// The view reads one --db file; a front in cluster mode has none
+		// (it started the view on "" and exited): docs/cluster.md.
+		log.Info("the person's view (/ui/) is not served in cluster mode")
+	} else if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.
 		view, err := ui.New(ctx, ui.Options{
 			DB: cfg.DB, SnapshotDir: cfg.SnapshotDir, Stem: config.Stem(cfg.DB), Base: "/ui",

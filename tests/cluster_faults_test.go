@@ -524,7 +524,7 @@ func TestClusterSchemaRace(t *testing.T) {
 	}
 	judged := version()
 	// Front B's schema change lands between A's check and A's request.
-	b.ok("write_query", q("ALTER TABLE t ADD COLUMN c TEXT"))
+	b.ok("destructive_query", map[string]any{"query": "ALTER TABLE t ADD COLUMN c TEXT", "reason": "a new column"})
 	if v := version(); v == judged {
 		t.Fatalf("ALTER TABLE left the schema version at %d", v)
 	}
@@ -540,7 +540,7 @@ func TestClusterSchemaRace(t *testing.T) {
 
 	// Through the fronts: A's next write is judged on the new schema.
 	a.ok("write_query", q("INSERT INTO t (a, b, c) VALUES ('two', 2, 'new column')"))
-	b.ok("write_query", q("ALTER TABLE t DROP COLUMN c"))
+	b.ok("destructive_query", map[string]any{"query": "ALTER TABLE t DROP COLUMN c", "reason": "the column goes"})
 	a.fails("write_query", q("INSERT INTO t (a, b, c) VALUES ('three', 3, 'gone')"), "SQL_ERROR")
 	if got := sameOnEveryNode(t, cl, []int{0, 1, 2}, "SELECT a, b FROM t ORDER BY rowid"); got != "one 1\ntwo 2\n" {
 		t.Fatalf("t on every node: %q", got)
