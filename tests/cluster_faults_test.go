@@ -641,6 +641,9 @@ func TestClusterPolicyCorpus(t *testing.T) {
 		text, isErr := s.call(h.tool, args)
 		code, _, _ := strings.Cut(text, ":")
 		codes[code]++
+		if code == "SQL_ERROR" && codes[code] <= 3 {
+			t.Logf("refused as SQL_ERROR (the judge could not compile it): %s %q: %s", h.tool, h.sql, firstLine(text))
+		}
 		switch {
 		case !isErr:
 			t.Errorf("#%d %s %q was allowed: %s", i, h.tool, h.sql, firstLine(text))
