@@ -166,10 +166,7 @@ func verified(t *testing.T, s *session, events int) {
 // each content once.
 func TestClusterThreeFrontsAppend(t *testing.T) {
 	t.Parallel()
-	perFront, clients := 300, 3
-	if testing.Short() {
-		perFront = 120 // .ci/run runs all 300
-	}
+	const perFront, clients = 300, 3
 	cl := rqlitetest.Start(t, 3)
 	fronts := []*session{startFront(t, cl, 0), startFront(t, cl, 1), startFront(t, cl, 2)}
 	var apps []*appender
