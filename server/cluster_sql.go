@@ -117,6 +117,10 @@ func writtenText(j *ipc.Judgement, r rqlite.ExecStatement, snapNote string) stri
 			fmt.Fprintf(&b, " (last_insert_rowid=%d)", r.LastInsertID)
 		}
 	}
+	if j.Returning {
+		// rqlite's execute answers counts only (docs/cluster.md).
+		b.WriteString("; RETURNING rows are not returned in cluster mode: read them with read_query")
+	}
 	b.WriteString(snapNote)
 	return b.String()
 }

@@ -5,7 +5,7 @@
 //
 // # Writes
 //
-// [Client.Execute] always sends ?transaction&norwrandom&norwtime&raft_index:
+// [Client.Execute] always sends ?transaction&noparse&norwrandom&norwtime&raft_index:
 // all statements are one Raft entry and one SQLite transaction, rqlite runs
 // the text exactly as given (it rewrites neither random() nor 'now'), and
 // the answer carries the entry's Raft index for read-your-writes

@@ -253,7 +253,7 @@ func TestRequestParameters(t *testing.T) {
 	if _, err := c.Execute(context.Background(), []Statement{{SQL: "INSERT INTO t VALUES(?, ?, ?, ?, ?)", Args: []any{int64(1), 2.0, "x", []byte{0, 255}, nil}}, {SQL: "SELECT 1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := <-n.paths, "/db/execute?transaction&norwrandom&norwtime&raft_index"; got != want {
+	if got, want := <-n.paths, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index"; got != want {
 		t.Errorf("execute went to %s, want %s", got, want)
 	}
 	if got, want := string(body), `[["INSERT INTO t VALUES(?, ?, ?, ?, ?)",1,2.0,"x",[0,255],null],"SELECT 1"]`; got != want {
@@ -456,9 +456,9 @@ func TestDBTimeout(t *testing.T) {
 		timeout time.Duration
 		path    string
 	}{
-		{"none", 0, "/db/execute?transaction&norwrandom&norwtime&raft_index"},
-		{"seconds", 2 * time.Second, "/db/execute?transaction&norwrandom&norwtime&raft_index&db_timeout=2s"},
-		{"fraction", 1500 * time.Millisecond, "/db/execute?transaction&norwrandom&norwtime&raft_index&db_timeout=1.5s"},
+		{"none", 0, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index"},
+		{"seconds", 2 * time.Second, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index&db_timeout=2s"},
+		{"fraction", 1500 * time.Millisecond, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index&db_timeout=1.5s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t, func(w http.ResponseWriter, r *http.Request) {
