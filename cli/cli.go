@@ -181,7 +181,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log := newLogger(env, cfg.Verbose)
-	if w := config.PathWarning(cfg.DB); w != "" && cfg.DB != "" { // no --db in cluster mode
+	if w := config.PathWarning(cfg.DB); w != "" && !cfg.Clustered() {
 		log.Warn(w)
 	}
 	if path := env.Getenv("MCP_SQLITE_CPUPROFILE"); path != "" {

@@ -52,7 +52,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, log hclog.Logger, trace 
 	}
 	defer done()
 	opt := server.HTTPOptions{Tokens: set, OAuth: res}
-	if cfg.Profile == config.ProfileMemory {
+	if cfg.Clustered() && cfg.RQLiteData == "" {
+		// The view reads one file: a front without a node beside it has
+		// none (docs/cluster.md).
+		log.Info("the person's view (/ui/) is not served by a cluster front without --rqlite-data")
+	} else if cfg.Profile == config.ProfileMemory {
 		// The person's view (SPEC 12) at /ui/, for a holder of a token.
 		// In cluster mode it shows the copy of the node beside this front.
 		db := cfg.DB

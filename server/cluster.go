@@ -33,6 +33,9 @@ type cluster struct {
 	// every caller reads its own acknowledged writes.
 	written atomic.Uint64
 	log     hclog.Logger
+	// wait bounds every wait of a call on the cluster (a leader, the
+	// local node catching up, a failover): --query-timeout plus 5 s.
+	wait time.Duration
 	// appendMu makes this front's appends take turns: they would only
 	// race each other for the head.
 	appendMu sync.Mutex
@@ -45,9 +48,10 @@ const (
 	// clusterStartWait is how long a start waits for the cluster to
 	// take the schema (a leader being elected).
 	clusterStartWait = 60 * time.Second
-	// clusterCatchUpWait bounds a read's wait for the local node to apply
-	// what this front wrote.
-	clusterCatchUpWait = 10 * time.Second
+	// clusterWaitSlack is added to --query-timeout to bound a call's
+	// waits on the cluster (cluster.wait): a new leader is elected in
+	// about 3.4 s on loopback.
+	clusterWaitSlack = 5 * time.Second
 	// appendAttempts bounds the retries of an append that lost the race
 	// for the head to another front.
 	appendAttempts = 64
@@ -61,11 +65,16 @@ func (s *Server) openCluster(ctx context.Context) error {
 	if cfg.RQLiteData == "" {
 		return s.openRemote(ctx) // no node beside this front: cluster_remote.go
 	}
-	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: cfg.QueryTimeout + 5*time.Second, Log: s.log.Named("rqlite")})
+	wait := cfg.QueryTimeout + clusterWaitSlack
+	// A call that no node serves fails after wait (Failover), not the
+	// client's default; a statement running longer than --query-timeout
+	// is stopped on every node (DBTimeout: docs/cluster.md, "A runaway
+	// write").
+	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: wait, Failover: wait, DBTimeout: cfg.QueryTimeout, Log: s.log.Named("rqlite")})
 	if err != nil {
 		return &config.UsageError{Msg: fmt.Sprintf("--rqlite: %v", err)}
 	}
-	cl := &cluster{client: client, file: cfg.NodeFile(), log: s.log.Named("cluster")}
+	cl := &cluster{client: client, file: cfg.NodeFile(), log: s.log.Named("cluster"), wait: wait}
 	startCtx, cancel := context.WithTimeout(ctx, clusterStartWait)
 	defer cancel()
 	res, err := cl.schema(startCtx, s.model != nil)
@@ -141,18 +150,48 @@ func (cl *cluster) findLocal(ctx context.Context, dir string) (string, error) {
 		dir, strings.Join(seen, "; "))}
 }
 
-// catchUp waits, bounded, until the local node applied every write this
-// front acknowledged.
+// catchUp waits, at most cl.wait, until the local node applied every
+// write this front acknowledged and knows a leader. A node without a
+// leader (an election, or too few nodes up for a majority) may hold a
+// stale copy: a read there would answer "ok" while the cluster serves
+// nobody, so it waits for a leader and otherwise fails.
 func (cl *cluster) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, cl.wait)
+	defer cancel()
 	if cl.remote != nil {
 		return cl.remote.refresh(ctx, cl.client) // no local node: the schema mirror
 	}
-	ctx, cancel := context.WithTimeout(ctx, clusterCatchUpWait)
-	defer cancel()
-	if err := cl.client.WaitApplied(ctx, cl.local, cl.written.Load()); err != nil {
-		return errcode.New(errcode.DatabaseUnavailable, fmt.Sprintf("the rqlite node beside this server (%s) has not applied this server's last write within %s (%v); nothing was read. Try again in a few seconds; if it goes on, check that node", cl.local, clusterCatchUpWait, err))
+	want := cl.written.Load()
+	poll := 2 * time.Millisecond
+	for {
+		st, err := cl.client.Status(ctx, cl.local)
+		if err == nil && st.LeaderID != "" && st.AppliedIndex >= want {
+			return nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cl.notCaughtUp(st, err, want)
+		case <-t.C:
+		}
+		poll = min(2*poll, 100*time.Millisecond)
 	}
-	return nil
+}
+
+// notCaughtUp is the agent's error for a read the local node could not
+// serve within cl.wait, saying why from its last status.
+func (cl *cluster) notCaughtUp(st rqlite.NodeStatus, err error, want uint64) error {
+	var why string
+	switch {
+	case err != nil:
+		why = fmt.Sprintf("does not answer (%v): restart it, or point this server at a running node", err)
+	case st.LeaderID == "":
+		why = "knows no leader: an election is under way, or too few nodes are up for a majority; start the stopped nodes"
+	default:
+		why = fmt.Sprintf("has applied Raft index %d of this server's %d: it is behind the leader; check that node", st.AppliedIndex, want)
+	}
+	return errcode.New(errcode.DatabaseUnavailable, fmt.Sprintf("the rqlite node beside this server (%s) %s; waited %s, nothing ran. Try again in a few seconds", cl.local, why, cl.wait))
 }
 
 // wrote notes a write's Raft index: later reads wait for it.
@@ -279,9 +318,11 @@ func (cl *cluster) head(ctx context.Context) (memory.Head, error) {
 	return memory.Head{ID: id, Hash: hash}, nil
 }
 
-// landed looks, waiting for the cluster while it has no leader, for any
-// of the events sent with an unknown fate.
+// landed looks, waiting at most cl.wait for the cluster while it has no
+// leader, for any of the events sent with an unknown fate.
 func (cl *cluster) landed(ctx context.Context, sent map[string]memory.Event) (memory.Event, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, cl.wait)
+	defer cancel()
 	hashes := make([]any, 0, len(sent))
 	marks := make([]string, 0, len(sent))
 	for h := range sent {
@@ -314,7 +355,7 @@ func (cl *cluster) landed(ctx context.Context, sent map[string]memory.Event) (me
 // most advanced node it can reach applied: after a guard failed because
 // the local copy was behind another front's write.
 func (cl *cluster) catchUpLeader(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, clusterCatchUpWait)
+	ctx, cancel := context.WithTimeout(ctx, cl.wait)
 	defer cancel()
 	var most uint64
 	for _, node := range cl.client.Nodes() {

@@ -67,7 +67,8 @@ func (s *Server) openRemote(ctx context.Context) error {
 	if cfg.Snapshots > 0 && cfg.SnapshotDir == "" {
 		return &config.UsageError{Msg: "without --rqlite-data, destructive_query's snapshots (a copy of the cluster's backup) need a folder\nTry: --snapshot-dir DIR, or --snapshots 0 to go without, or --rqlite-data DIR for the node beside this server"}
 	}
-	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: cfg.QueryTimeout + 5*time.Second, Log: s.log.Named("rqlite")})
+	wait := cfg.QueryTimeout + clusterWaitSlack
+	client, err := rqlite.New(cfg.RQLite, rqlite.Options{Timeout: wait, Failover: wait, DBTimeout: cfg.QueryTimeout, Log: s.log.Named("rqlite")})
 	if err != nil {
 		return &config.UsageError{Msg: fmt.Sprintf("--rqlite: %v", err)}
 	}
@@ -77,7 +78,7 @@ func (s *Server) openRemote(ctx context.Context) error {
 	}
 	s.closers = append(s.closers, removeDir(dir))
 	r := &remote{dir: dir, mirror: filepath.Join(dir, mirrorName), log: s.log.Named("remote"), version: -1}
-	cl := &cluster{client: client, log: s.log.Named("cluster"), remote: r}
+	cl := &cluster{client: client, log: s.log.Named("cluster"), remote: r, wait: wait}
 	startCtx, cancel := context.WithTimeout(ctx, clusterStartWait)
 	defer cancel()
 	res, err := cl.schema(startCtx, s.model != nil)
@@ -129,8 +130,6 @@ const schemaVersionSQL = "SELECT schema_version FROM pragma_schema_version"
 // the one it holds (a linearizable read: a schema change acknowledged
 // before it is seen).
 func (r *remote) refresh(ctx context.Context, client *rqlite.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, clusterCatchUpWait)
-	defer cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for attempt := 0; attempt < 5; attempt++ {

@@ -49,9 +49,6 @@ func (s *Server) clusterWrite(c *call, req *ipc.Request) (outcome, error) {
 			}
 			return outcome{text: resp.Text, json: resp.JSON}, nil
 		}
-		if j.Returning {
-			return outcome{}, errcode.New(errcode.InvalidArgument, "RETURNING is not available in cluster mode: rqlite answers a write without its rows. Run the statement without RETURNING, then read the rows with read_query")
-		}
 		var snapNote string
 		if req.Snapshot != nil {
 			if snapNote, err = s.clusterSnapshot(c, req.Snapshot); err != nil {
@@ -84,6 +81,9 @@ func (s *Server) clusterWrite(c *call, req *ipc.Request) (outcome, error) {
 				}
 				continue
 			case 1:
+				if se.TimedOut() {
+					return outcome{}, errcode.New(errcode.Timeout, fmt.Sprintf("the statement ran longer than --query-timeout=%s in the cluster and every node stopped it; nothing was changed. Narrow it (a WHERE clause, a LIMIT, a bound on a recursive CTE) or write in batches", s.cfg.QueryTimeout))
+				}
 				return outcome{}, errcode.New(errcode.SQL, se.Message+" (nothing was changed)")
 			case 3:
 				return outcome{}, errcode.New(errcode.Policy, fmt.Sprintf(
@@ -121,6 +121,10 @@ func writtenText(j *ipc.Judgement, r rqlite.ExecStatement, snapNote string) stri
 		if j.Inserts {
 			fmt.Fprintf(&b, " (last_insert_rowid=%d)", r.LastInsertID)
 		}
+	}
+	if j.Returning {
+		// rqlite's execute answers counts only (docs/cluster.md).
+		b.WriteString("; RETURNING rows are not returned in cluster mode: read them with read_query")
 	}
 	b.WriteString(snapNote)
 	return b.String()

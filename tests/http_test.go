@@ -73,11 +73,11 @@ func (h *httpServer) start(flags ...string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	args := h.memory
-	if args == nil {
+	args := append([]string(nil), h.memory...)
+	if args == nil && h.db != "" { // "": cluster mode, where the flags name the cluster
 		args = []string{"--db", h.db}
 	}
-	args = append(append([]string(nil), args...), "--http", listen)
+	args = append(args, "--http", listen)
 	if h.tokens != "" {
 		args = append(args, "--auth-tokens", h.tokens)
 	}

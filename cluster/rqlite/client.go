@@ -5,7 +5,7 @@
 //
 // # Writes
 //
-// [Client.Execute] always sends ?transaction&norwrandom&norwtime&raft_index:
+// [Client.Execute] always sends ?transaction&noparse&norwrandom&norwtime&raft_index:
 // all statements are one Raft entry and one SQLite transaction, rqlite runs
 // the text exactly as given (it rewrites neither random() nor 'now'), and
 // the answer carries the entry's Raft index for read-your-writes
@@ -65,6 +65,13 @@ type Options struct {
 	HTTP *http.Client
 	// Log receives a debug line per failed attempt (default: none).
 	Log hclog.Logger
+	// DBTimeout, when set, is sent with every Execute as rqlite's
+	// db_timeout: each node interrupts a statement of the request that
+	// runs longer and rolls the whole request back. It travels in the
+	// Raft entry, so every node applies the same bound; without it a
+	// write that never ends blocks every node's apply for good
+	// (docs/cluster.md, "A runaway write").
+	DBTimeout time.Duration
 }
 
 // Defaults of Options.
@@ -89,6 +96,8 @@ type Client struct {
 	failover time.Duration
 	http     *http.Client
 	log      hclog.Logger
+	// executePath is executeBase with the db_timeout, if any.
+	executePath string
 	// preferred is the index of the last node that answered.
 	preferred atomic.Int32
 }
@@ -99,7 +108,10 @@ func New(nodes []string, opt Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("rqlite: no node address given: pass at least one, as http://HOST:PORT or HOST:PORT")
 	}
-	c := &Client{timeout: opt.Timeout, failover: opt.Failover, http: opt.HTTP, log: opt.Log}
+	c := &Client{timeout: opt.Timeout, failover: opt.Failover, http: opt.HTTP, log: opt.Log, executePath: executeBase}
+	if opt.DBTimeout > 0 {
+		c.executePath += "&db_timeout=" + opt.DBTimeout.String()
+	}
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		u, err := NodeURL(n)

@@ -253,7 +253,7 @@ func TestRequestParameters(t *testing.T) {
 	if _, err := c.Execute(context.Background(), []Statement{{SQL: "INSERT INTO t VALUES(?, ?, ?, ?, ?)", Args: []any{int64(1), 2.0, "x", []byte{0, 255}, nil}}, {SQL: "SELECT 1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := <-n.paths, "/db/execute?transaction&norwrandom&norwtime&raft_index"; got != want {
+	if got, want := <-n.paths, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index"; got != want {
 		t.Errorf("execute went to %s, want %s", got, want)
 	}
 	if got, want := string(body), `[["INSERT INTO t VALUES(?, ?, ?, ?, ?)",1,2.0,"x",[0,255],null],"SELECT 1"]`; got != want {
@@ -445,5 +445,51 @@ func TestBackupAndLoad(t *testing.T) {
 	}
 	if err := c.Load(context.Background(), strings.NewReader("DROP TABLE t;")); err == nil || !strings.Contains(err.Error(), "not a SQLite database") {
 		t.Fatalf("Load of SQL text: %v", err)
+	}
+}
+
+// TestDBTimeout: Options.DBTimeout travels as db_timeout on every Execute
+// (never on reads), and a statement rqlite stopped at it reads as TimedOut.
+func TestDBTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		path    string
+	}{
+		{"none", 0, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index"},
+		{"seconds", 2 * time.Second, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index&db_timeout=2s"},
+		{"fraction", 1500 * time.Millisecond, "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index&db_timeout=1.5s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if strings.HasPrefix(r.URL.Path, "/db/query") {
+					io.WriteString(w, `{"results":[{"columns":["a"],"types":["integer"],"values":[[1]]}]}`)
+					return
+				}
+				io.WriteString(w, `{"results":[{},{"error":"execute timeout"}],"raft_index":9}`)
+			})
+			c, err := New([]string{n.URL}, Options{Timeout: 2 * time.Second, DBTimeout: tc.timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Execute(context.Background(), insert())
+			var se *StatementError
+			if !errors.As(err, &se) || se.Index != 1 || !se.TimedOut() {
+				t.Fatalf("got %v, want statement 1 timed out", err)
+			}
+			if got := <-n.paths; got != tc.path {
+				t.Errorf("execute went to %s, want %s", got, tc.path)
+			}
+			if _, err := c.Query(context.Background(), []Statement{{SQL: "SELECT 1"}}, Weak); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-n.paths; strings.Contains(got, "db_timeout") {
+				t.Errorf("a read carries db_timeout: %s", got)
+			}
+		})
+	}
+	if (&StatementError{Message: "no such table: t"}).TimedOut() {
+		t.Error("a plain SQL error reads as timed out")
 	}
 }

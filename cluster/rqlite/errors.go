@@ -79,6 +79,14 @@ type StatementError struct {
 	write bool
 }
 
+// executeTimeout is how rqlite words a statement stopped at the
+// request's db_timeout (Options.DBTimeout).
+const executeTimeout = "execute timeout"
+
+// TimedOut says whether the statement was stopped at Options.DBTimeout
+// (on every node alike: the bound travels in the Raft entry).
+func (e *StatementError) TimedOut() bool { return e.Message == executeTimeout }
+
 func (e *StatementError) Error() string {
 	if e.write {
 		return fmt.Sprintf("rqlite: statement %d failed: %s; the request was rolled back as a whole, no statement of it took effect", e.Index, e.Message)

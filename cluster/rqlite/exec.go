@@ -10,11 +10,16 @@ import (
 	"time"
 )
 
-// executePath is every write's endpoint and parameters: one Raft entry and
+// executeBase is every write's endpoint and parameters: one Raft entry and
 // one SQLite transaction (any failing statement rolls back all of them),
 // the text run exactly as sent, and the entry's index in the answer.
 // Never "queue": queued writes are acknowledged before they commit.
-const executePath = "/db/execute?transaction&norwrandom&norwtime&raft_index"
+// noparse: rqlite does not parse the text at all. Without it v8.43.4
+// parses every statement holding "returning " and, when its parser reads
+// it, runs it as a query: the rows change but rows_affected is 0, while
+// the same statement that its parser cannot read (a [bracketed] name)
+// answers its count: the answer would depend on rqlite's parser.
+const executeBase = "/db/execute?transaction&noparse&norwrandom&norwtime&raft_index"
 
 // ExecResult is the answer to an Execute.
 type ExecResult struct {
@@ -88,7 +93,7 @@ func (c *Client) Execute(ctx context.Context, stmts []Statement) (*ExecResult, e
 	}
 	var res *ExecResult
 	err = c.do(ctx, &request{
-		method: http.MethodPost, path: executePath, body: body,
+		method: http.MethodPost, path: c.executePath, body: body,
 		contentType: "application/json", write: true,
 		read: func(resp *http.Response) (verdict, error) {
 			w, v, err := readWire(resp, true)
