@@ -116,7 +116,6 @@ func TestClusterToolsOverStdio(t *testing.T) {
 	if got := s.ok("write_query", q("INSERT INTO notes (body) VALUES ('r') RETURNING id")); !strings.HasPrefix(got, "ok: 1 rows affected (last_insert_rowid=3); RETURNING rows are not returned") {
 		t.Fatalf("RETURNING in cluster mode: %q", got)
 	}
-	s.ok("write_query", q("DELETE FROM notes WHERE id = 3"))
 	s.ok("append_event", map[string]any{"content": "chose rqlite for the team's memory", "kind": "decision"})
 	s.ok("append_event", map[string]any{"content": "the cache_key lives in notes"})
 	s.ok("checkpoint", map[string]any{"summary": "cluster mode works end to end"})
@@ -157,7 +156,7 @@ func TestClusterToolsOverStdio(t *testing.T) {
 
 	// A destructive statement is snapshotted from the node's copy first.
 	got := s.ok("destructive_query", map[string]any{"query": "DELETE FROM notes WHERE id > 2", "reason": "keep the first two"})
-	if !strings.Contains(got, "ok: 20 rows affected") || !strings.Contains(got, "snapshot: ") {
+	if !strings.Contains(got, "ok: 21 rows affected") || !strings.Contains(got, "snapshot: ") {
 		t.Fatalf("destructive_query: %s", got)
 	}
 	snap := strings.TrimSpace(strings.SplitN(strings.SplitN(got, "snapshot: ", 2)[1], " ", 2)[0])
