@@ -575,7 +575,9 @@ func TestClusterFrontsAppendAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d races for the head lost and planned again; %d events of an unknown outcome found by hash", conflicts.lost.Load(), conflicts.found.Load())
+	if testing.Verbose() { // a test logs only on failure (.ci/winereport)
+		t.Logf("%d races for the head lost and planned again; %d events of an unknown outcome found by hash", conflicts.lost.Load(), conflicts.found.Load())
+	}
 	node, err := OpenNode(ctx, path, nil, DefaultFusion, testLogger(t))
 	if err != nil {
 		t.Fatal(err)

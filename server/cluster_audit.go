@@ -134,7 +134,7 @@ func (a *clusterAuditor) drain(ctx context.Context, bound time.Duration) {
 		res, err := a.cl.client.Execute(ctx, stmts)
 		switch {
 		case err == nil:
-			a.cl.wrote(res.RaftIndex)
+			a.cl.wroteAudited(res, len(stmts)-1)
 		case errors.Is(err, rqlite.ErrUnknownOutcome), errors.Is(err, rqlite.ErrUnavailable):
 			// Tried again below; an unknown outcome may write a batch twice,
 			// which the log says (an audit row is a record, not the memory).

@@ -65,7 +65,7 @@ func (s *Server) clusterWrite(c *call, req *ipc.Request) (outcome, error) {
 		}
 		res, err := s.cluster.client.Execute(c.ctx, stmts)
 		if err == nil {
-			s.cluster.wrote(res.RaftIndex)
+			s.cluster.wroteAudited(res, 2)
 			c.audited = true
 			return outcome{text: writtenText(j, res.Results[1], snapNote)}, nil
 		}
@@ -203,7 +203,7 @@ func (s *Server) clusterCreateView(c *call, req *ipc.Request) (outcome, error) {
 		}
 		return outcome{}, clusterError(err)
 	}
-	s.cluster.wrote(res.RaftIndex)
+	s.cluster.wroteAudited(res, len(stmts)-1)
 	c.audited = true
 	if prevType == "view" {
 		return outcome{text: fmt.Sprintf("ok: view %s replaced; the previous definition is kept in query_log", v.Name)}, nil
