@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"database/sql"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
