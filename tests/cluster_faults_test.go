@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -211,6 +212,10 @@ func TestClusterThreeFrontsAppend(t *testing.T) {
 	}
 	for _, s := range fronts {
 		verified(t, s, total)
+	}
+	out, err := exec.Command(serverBin, "verify", "--rqlite", strings.Join(cl.URLs(), ",")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"events": %d`, total)) {
+		t.Fatalf("verify --rqlite: %v\n%s", err, out)
 	}
 }
 

@@ -21,7 +21,12 @@ import (
 // initializes an MCP session over its stdio.
 func startFront(t testing.TB, cl *rqlitetest.Cluster, i int, flags ...string) *session {
 	t.Helper()
-	args := append([]string{"--rqlite", strings.Join(cl.URLs(), ","), "--rqlite-data", cl.DataDir(i)}, flags...)
+	return startFrontArgs(t, cl, i, append([]string{"--rqlite", strings.Join(cl.URLs(), ","), "--rqlite-data", cl.DataDir(i)}, flags...))
+}
+
+// startFrontArgs starts a front beside node i of cl with exactly args.
+func startFrontArgs(t testing.TB, cl *rqlitetest.Cluster, i int, args []string) *session {
+	t.Helper()
 	node := filepath.Join(cl.DataDir(i), "db.sqlite")
 	var cmd *exec.Cmd
 	c, err := client.NewStdioMCPClientWithOptions(serverBin, nil, args, trackServer(node, &cmd))
