@@ -249,6 +249,11 @@ func (s *Server) afterAnswer(c *call, conf confirmation, req *ipc.Request, answe
 		}
 		return outcome{}, errcode.New(errcode.Declined, msg)
 	}
+	if s.cluster != nil {
+		// Cluster mode: no preview to compare with; the statement goes
+		// the cluster's way (judged, then one request).
+		return s.answer(c, req)
+	}
 	if conf.preview != nil {
 		req.Recount = nil
 		for _, t := range conf.preview.Tables {

@@ -51,7 +51,13 @@ func answering(action mcp.ElicitationResponseAction, content any) *asker {
 // declares elicitation and answers through a.
 func startAsking(t *testing.T, db, version string, a *asker, flags ...string) *session {
 	t.Helper()
-	tr := transport.NewStdio(serverBin, os.Environ(), append([]string{"--db", db}, flags...)...)
+	return startAskingArgs(t, db, version, a, append([]string{"--db", db}, flags...))
+}
+
+// startAskingArgs is startAsking with exactly args (a cluster front's).
+func startAskingArgs(t *testing.T, db, version string, a *asker, args []string) *session {
+	t.Helper()
+	tr := transport.NewStdio(serverBin, os.Environ(), args...)
 	// A loaded machine (or a race-built server) may answer the
 	// server/discover probe after mcp-go's 5 s, which would fall back to
 	// the handshake.
