@@ -397,6 +397,9 @@ func (s *Server) clusterAppend(c *call, session, kind, content string) (memory.E
 		}
 		return memory.Event{}, clusterError(err)
 	}
+	if len(unsure) > 0 {
+		return memory.Event{}, unknownOutcome(last) // one of them may yet land
+	}
 	return memory.Event{}, errcode.New(errcode.DatabaseUnavailable, fmt.Sprintf("the event could not be appended in %d attempts (%v); nothing was written. Try again", appendAttempts, last))
 }
 
